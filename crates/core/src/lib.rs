@@ -1,0 +1,72 @@
+//! The core of Gantry: the tool contract, the registry, approval tiers, runs
+//! and the one execution pipeline every front end shares.
+//!
+//! This crate knows no concrete tool. Tool families (files, language
+//! servers, structural search, kernels, ...) implement [`Tool`] in their own
+//! crates; front ends (the MCP server, the CLI, a library harness) build a
+//! [`Run`] and call tools through [`Run::call`].
+//!
+//! ```
+//! use gantry_core::{Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Workspace};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! /// Says hello.
+//! struct Hello;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct HelloParams {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! #[async_trait::async_trait]
+//! impl Tool for Hello {
+//!     type Params = HelloParams;
+//!     fn spec(&self) -> ToolSpec {
+//!         ToolSpec::new("hello", "Hello", Tier::Read, "Greets someone.")
+//!     }
+//!     fn describe(&self, p: &HelloParams) -> String {
+//!         format!("greet {}", p.name)
+//!     }
+//!     async fn execute(&self, p: HelloParams, _: ToolContext) -> Result<ToolResult, ToolError> {
+//!         Ok(ToolResult::text(format!("hello, {}", p.name)))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let run = Run::builder(Workspace::new(".").unwrap()).tool(Hello).build();
+//! let result = run.call("hello", serde_json::json!({"name": "world"})).await.unwrap();
+//! assert_eq!(result.text_content(), "hello, world");
+//! let error = run.call("hello", serde_json::json!({})).await.unwrap_err();
+//! assert!(error.message.contains("name: missing required parameter"));
+//! # });
+//! ```
+#![deny(missing_docs)]
+
+pub mod human;
+mod pipeline;
+pub mod registry;
+pub mod result;
+pub mod run;
+pub mod schema;
+pub mod settings;
+pub mod suggest;
+pub mod tier;
+pub mod tool;
+pub mod workspace;
+
+pub use async_trait::async_trait;
+pub use human::{Answer, Choice, Confirmation, Human, HumanError, Question};
+pub use pipeline::{CallError, CallErrorKind, CallOptions};
+pub use registry::Listing;
+pub use result::{Display, Part, ToolResult};
+pub use run::{Resource, Run, RunBuilder, Surface};
+pub use settings::{Settings, SettingsError};
+pub use tier::{ApprovalMode, Tier};
+pub use tokio_util::sync::CancellationToken;
+pub use tool::{DynTool, Prepared, Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};
+pub use workspace::{PathError, Workspace};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,266 @@
+//! The one execution pipeline every front end uses (SPEC §3):
+//! lookup → validate → confirm → execute with cancellation → result plus
+//! pending run notices.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::human::{Confirmation, Human, HumanError};
+use crate::result::ToolResult;
+use crate::run::{Run, Surface};
+use crate::tool::{ProgressSink, ToolContext, ToolError};
+
+/// How long a confirmation may wait for the person before the call is
+/// refused.
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Per-call options; the default is the run's own surface, no progress,
+/// never cancelled.
+#[derive(Default)]
+pub struct CallOptions {
+    /// Cancels the call.
+    pub cancel: CancellationToken,
+    /// Receives progress.
+    pub progress: Option<ProgressSink>,
+    /// Overrides the run's person for this call (an MCP request that
+    /// carries its own answers).
+    pub human: Option<Arc<dyn Human>>,
+    /// Narrows the surface for a call made on someone's behalf.
+    pub cap: Option<crate::tier::Tier>,
+}
+
+/// What kind of failure a call met; front ends map these to their protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallErrorKind {
+    /// No tool of that name.
+    UnknownTool,
+    /// The tool exists in Gantry but is not wired for this run.
+    Unavailable,
+    /// The tool is above the surface's tier cap.
+    AboveCap,
+    /// Parameters failed validation.
+    InvalidParams,
+    /// Confirmation was refused or could not be obtained.
+    Refused,
+    /// The call was cancelled.
+    Cancelled,
+    /// The front end must obtain input from its client and call again.
+    InputRequired,
+    /// The tool ran and failed.
+    Failed,
+}
+
+/// A call that produced no result; `message` is written for the model and
+/// already carries any pending run notices.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct CallError {
+    /// What kind of failure.
+    pub kind: CallErrorKind,
+    /// What to tell the model.
+    pub message: String,
+}
+
+impl Run {
+    /// Calls a tool on the run's own surface.
+    pub async fn call(&self, name: &str, args: Value) -> Result<ToolResult, CallError> {
+        self.call_with(name, args, CallOptions::default()).await
+    }
+
+    /// Calls a tool with per-call options.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        args: Value,
+        options: CallOptions,
+    ) -> Result<ToolResult, CallError> {
+        let surface = match options.cap {
+            Some(cap) => self.surface().narrowed(cap),
+            None => self.surface(),
+        };
+        let outcome = self.run_pipeline(name, args, surface, options).await;
+        match outcome {
+            Ok(mut result) => {
+                for notice in self.drain_notices() {
+                    result.append_text(&format!("[run notice] {notice}"));
+                }
+                Ok(result)
+            }
+            Err(mut error) => {
+                if !matches!(
+                    error.kind,
+                    CallErrorKind::InputRequired | CallErrorKind::Cancelled
+                ) {
+                    for notice in self.drain_notices() {
+                        error
+                            .message
+                            .push_str(&format!("\n\n[run notice] {notice}"));
+                    }
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn run_pipeline(
+        &self,
+        name: &str,
+        args: Value,
+        surface: Surface,
+        options: CallOptions,
+    ) -> Result<ToolResult, CallError> {
+        let registry = self.registry();
+        let fail = |kind, message: String| CallError { kind, message };
+
+        // Lookup.
+        let Some(entry) = registry.get(name) else {
+            if let Some(reason) = registry.withheld_reason(name) {
+                return Err(fail(
+                    CallErrorKind::Unavailable,
+                    format!("tool `{name}` is not available in this run: {reason}"),
+                ));
+            }
+            let visible: Vec<String> = registry
+                .list(surface.cap)
+                .into_iter()
+                .map(|l| l.name)
+                .collect();
+            let hint = crate::suggest::closest(name, visible.iter().map(String::as_str))
+                .map(|s| format!(" Did you mean `{s}`?"))
+                .unwrap_or_default();
+            return Err(fail(
+                CallErrorKind::UnknownTool,
+                format!(
+                    "unknown tool `{name}`.{hint} Available tools: {}",
+                    visible.join(", ")
+                ),
+            ));
+        };
+        let spec = &entry.spec;
+        if spec.tier > surface.cap {
+            return Err(fail(
+                CallErrorKind::AboveCap,
+                format!(
+                    "tool `{name}` is a {} tool and this surface is limited to {} tools{}; it cannot be called here",
+                    spec.tier,
+                    surface.cap,
+                    if surface.approval == crate::tier::ApprovalMode::Plan {
+                        " (plan mode)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+
+        // Validate: schema, then the tool's own checks.
+        let invalid = |message: String| {
+            fail(
+                CallErrorKind::InvalidParams,
+                format!("invalid parameters for `{name}`: {message}"),
+            )
+        };
+        let args = entry.schema.check(args).map_err(invalid)?;
+        entry.tool.validate(&args, self).map_err(invalid)?;
+
+        let human = options.human.clone().or_else(|| self.inner.human.clone());
+
+        // Confirm, when the approval mode asks for it.
+        let mut plan = None;
+        if surface.approval.needs_confirmation(spec.tier) {
+            let prepared = tokio::select! {
+                prepared = entry.tool.confirmation(&args, self) => prepared,
+                _ = options.cancel.cancelled() => Err(ToolError::Cancelled),
+            }
+            .map_err(|e| tool_error(name, e))?;
+            let confirmation = match prepared {
+                Some(prepared) => {
+                    plan = prepared.plan;
+                    prepared.confirmation
+                }
+                None => Confirmation {
+                    summary: entry.tool.describe(&args),
+                    details: None,
+                },
+            };
+            let refused = |why: String| {
+                fail(
+                    CallErrorKind::Refused,
+                    format!("`{name}` was not run: {why}"),
+                )
+            };
+            let Some(human) = &human else {
+                return Err(refused(format!(
+                    "approval mode `{}` requires confirming {} tools and no person is wired to confirm it",
+                    surface.approval, spec.tier
+                )));
+            };
+            let answer = tokio::select! {
+                answer = tokio::time::timeout(CONFIRM_TIMEOUT, human.confirm(name, &confirmation)) => answer,
+                _ = options.cancel.cancelled() => return Err(fail(CallErrorKind::Cancelled, format!("`{name}` was cancelled"))),
+            };
+            match answer {
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) => {
+                    return Err(refused(
+                        "the user declined. Do not retry the same call; ask what to do instead or take another approach".into(),
+                    ));
+                }
+                Ok(Err(HumanError::InputRequired)) => {
+                    return Err(fail(
+                        CallErrorKind::InputRequired,
+                        "confirmation pending".into(),
+                    ));
+                }
+                Ok(Err(error)) => {
+                    return Err(refused(format!(
+                        "confirmation could not be obtained ({error})"
+                    )));
+                }
+                Err(_) => {
+                    return Err(refused(format!(
+                        "no answer to the confirmation within {} s",
+                        CONFIRM_TIMEOUT.as_secs()
+                    )));
+                }
+            }
+        }
+
+        // Execute, serialised for exclusive tools, raced with cancellation.
+        let cancel = options.cancel.clone();
+        let ctx = ToolContext::new(self.clone(), cancel.clone(), options.progress, human, plan);
+        let work = async {
+            let _guard = match &entry.exclusive {
+                Some(lock) => Some(lock.lock().await),
+                None => None,
+            };
+            entry.tool.execute(args, ctx).await
+        };
+        let outcome = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(ToolError::Cancelled),
+            outcome = work => outcome,
+        };
+        outcome.map_err(|e| tool_error(name, e))
+    }
+}
+
+fn tool_error(name: &str, error: ToolError) -> CallError {
+    match error {
+        ToolError::Failed(message) => CallError {
+            kind: CallErrorKind::Failed,
+            message,
+        },
+        ToolError::Cancelled => CallError {
+            kind: CallErrorKind::Cancelled,
+            message: format!("`{name}` was cancelled"),
+        },
+        ToolError::InputRequired => CallError {
+            kind: CallErrorKind::InputRequired,
+            message: "input required".into(),
+        },
+    }
+}

@@ -1,0 +1,168 @@
+//! What a tool call gives back: content for the model, a display for the person.
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+/// One piece of what goes back to the model. A call may return several, so a
+/// single read can carry text and an image together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Part {
+    /// Plain text.
+    Text {
+        /// The text itself.
+        text: String,
+    },
+    /// An image, carried as raw bytes and serialised as base64.
+    Image {
+        /// e.g. `image/png`.
+        mime_type: String,
+        /// The encoded image file.
+        #[serde(with = "base64_bytes")]
+        data: Vec<u8>,
+    },
+    /// Structured data a client may render or feed to code.
+    Json {
+        /// The value.
+        value: serde_json::Value,
+    },
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Part::Text { text: text.into() }
+    }
+}
+
+/// What a person sees of a call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Display {
+    /// Markdown text.
+    Markdown {
+        /// The Markdown source.
+        markdown: String,
+    },
+    /// A change to one file, as a unified diff.
+    FileDiff {
+        /// Workspace-relative path.
+        path: String,
+        /// Unified diff text.
+        diff: String,
+    },
+}
+
+impl Display {
+    /// The display as text for a terminal.
+    pub fn to_text(&self) -> String {
+        match self {
+            Display::Markdown { markdown } => markdown.clone(),
+            Display::FileDiff { path, diff } => format!("{path}\n{diff}"),
+        }
+    }
+}
+
+/// The outcome of a successful call (SPEC §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// What goes back to the model.
+    pub llm_content: Vec<Part>,
+    /// What a person sees.
+    pub return_display: Display,
+}
+
+impl ToolResult {
+    /// The common case: the same text for the model and the person.
+    pub fn text(text: impl Into<String>) -> Self {
+        let text = text.into();
+        ToolResult {
+            return_display: Display::Markdown {
+                markdown: text.clone(),
+            },
+            llm_content: vec![Part::text(text)],
+        }
+    }
+
+    /// Content for the model with a separate display.
+    pub fn new(llm_content: Vec<Part>, return_display: Display) -> Self {
+        ToolResult {
+            llm_content,
+            return_display,
+        }
+    }
+
+    /// Appends text for the model and the person alike (run notices,
+    /// diagnostics after a write).
+    pub fn append_text(&mut self, text: &str) {
+        self.llm_content.push(Part::text(text));
+        match &mut self.return_display {
+            Display::Markdown { markdown } => {
+                markdown.push_str("\n\n");
+                markdown.push_str(text);
+            }
+            Display::FileDiff { diff, .. } => {
+                diff.push_str("\n\n");
+                diff.push_str(text);
+            }
+        }
+    }
+
+    /// All text parts joined, for callers that only speak text.
+    pub fn text_content(&self) -> String {
+        self.llm_content
+            .iter()
+            .filter_map(|part| match part {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+mod base64_bytes {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_parts_serialise_as_base64_and_back() {
+        let part = Part::Image {
+            mime_type: "image/png".into(),
+            data: vec![0x89, b'P', b'N', b'G'],
+        };
+        let json = serde_json::to_value(&part).unwrap();
+        assert_eq!(json["type"], "image");
+        assert_eq!(json["data"], "iVBORw==");
+        assert_eq!(serde_json::from_value::<Part>(json).unwrap(), part);
+    }
+
+    #[test]
+    fn appended_text_reaches_model_and_person() {
+        let mut result = ToolResult::text("done");
+        result.append_text("[notice] server restarted");
+        assert_eq!(result.text_content(), "done\n[notice] server restarted");
+        assert!(
+            result
+                .return_display
+                .to_text()
+                .ends_with("server restarted")
+        );
+    }
+}

@@ -1,0 +1,294 @@
+//! A run: one agent conversation, its tools, its live resources and its
+//! notices (SPEC §1). Ending the run ends every resource it owns.
+
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use crate::human::Human;
+use crate::registry::{Listing, Registry};
+use crate::settings::Settings;
+use crate::tier::{ApprovalMode, Tier};
+use crate::tool::DynTool;
+use crate::workspace::Workspace;
+
+/// Something a run owns and must end: a language server, a kernel, a
+/// background job table.
+#[async_trait]
+pub trait Resource: Send + Sync + 'static {
+    /// Shown in `status` and logs.
+    fn name(&self) -> String;
+
+    /// Ends the resource gracefully, within a bounded time.
+    async fn shutdown(&self);
+
+    /// Ends it at once, without awaiting; called when a run is dropped
+    /// without [`Run::shutdown`]. Must not block.
+    fn kill_now(&self);
+
+    /// A line for `status`: what it is doing.
+    fn status(&self) -> String {
+        self.name()
+    }
+
+    /// Lets a tool find its typed resource through the run.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Who is calling and what they may see: a tier cap and an approval mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Surface {
+    /// The most powerful tier visible.
+    pub cap: Tier,
+    /// When Gantry asks the person.
+    pub approval: ApprovalMode,
+}
+
+impl Surface {
+    /// A surface; plan mode tightens the cap to `read`.
+    pub fn new(cap: Tier, approval: ApprovalMode) -> Self {
+        Surface {
+            cap: cap.min(approval.cap()),
+            approval,
+        }
+    }
+
+    /// A surface for a call made on this one's behalf, never wider.
+    pub fn narrowed(self, cap: Tier) -> Self {
+        Surface {
+            cap: self.cap.min(cap),
+            approval: self.approval,
+        }
+    }
+}
+
+impl Default for Surface {
+    fn default() -> Self {
+        Surface::new(Tier::Exec, ApprovalMode::Client)
+    }
+}
+
+pub(crate) struct RunInner {
+    pub(crate) workspace: Workspace,
+    pub(crate) settings: Settings,
+    pub(crate) surface: Surface,
+    pub(crate) registry: Registry,
+    pub(crate) human: Option<Arc<dyn Human>>,
+    resources: Mutex<Vec<Arc<dyn Resource>>>,
+    notices: Mutex<Vec<String>>,
+    instructions: Vec<String>,
+}
+
+impl Drop for RunInner {
+    fn drop(&mut self) {
+        let resources = std::mem::take(self.resources.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for resource in resources {
+            resource.kill_now();
+        }
+    }
+}
+
+/// One run. Cheap to clone; every clone is the same run.
+#[derive(Clone)]
+pub struct Run {
+    pub(crate) inner: Arc<RunInner>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("root", &self.inner.workspace.root())
+            .field("surface", &self.inner.surface)
+            .finish()
+    }
+}
+
+impl Run {
+    /// Starts building a run rooted at `workspace`.
+    pub fn builder(workspace: Workspace) -> RunBuilder {
+        RunBuilder {
+            workspace,
+            settings: Settings::default(),
+            surface: Surface::default(),
+            registry: Registry::default(),
+            human: None,
+            resources: Vec::new(),
+            instructions: Vec::new(),
+        }
+    }
+
+    /// The workspace the run is confined to.
+    pub fn workspace(&self) -> &Workspace {
+        &self.inner.workspace
+    }
+
+    /// The merged settings.
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    /// The run's own surface (its cap and approval mode).
+    pub fn surface(&self) -> Surface {
+        self.inner.surface
+    }
+
+    /// The registry of this run.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// The tools the run's surface sees.
+    pub fn tools(&self) -> Vec<Listing> {
+        self.inner.registry.list(self.inner.surface.cap)
+    }
+
+    /// Text for the client's system prompt (memory files, notes of
+    /// families).
+    pub fn instructions(&self) -> String {
+        self.inner.instructions.join("\n\n")
+    }
+
+    /// Queues a notice for the model, appended once to the next result.
+    pub fn notify(&self, notice: impl Into<String>) {
+        lock(&self.inner.notices).push(notice.into());
+    }
+
+    pub(crate) fn drain_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.inner.notices))
+    }
+
+    /// Adds a resource the run must end (started lazily by a tool).
+    pub fn own(&self, resource: Arc<dyn Resource>) {
+        lock(&self.inner.resources).push(resource);
+    }
+
+    /// The first owned resource of type `R`.
+    pub fn resource<R: Resource>(&self) -> Option<Arc<dyn Resource>> {
+        lock(&self.inner.resources)
+            .iter()
+            .find(|r| r.as_any().is::<R>())
+            .cloned()
+    }
+
+    /// Status lines of every live resource.
+    pub fn resource_status(&self) -> Vec<String> {
+        lock(&self.inner.resources)
+            .iter()
+            .map(|r| r.status())
+            .collect()
+    }
+
+    /// Ends every resource the run owns, awaiting each.
+    pub async fn shutdown(&self) {
+        let resources = std::mem::take(&mut *lock(&self.inner.resources));
+        for resource in resources.into_iter().rev() {
+            tracing::debug!(resource = %resource.name(), "shutting down");
+            resource.shutdown().await;
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Wires a run: its surface, tools, resources and human port.
+pub struct RunBuilder {
+    workspace: Workspace,
+    settings: Settings,
+    surface: Surface,
+    registry: Registry,
+    human: Option<Arc<dyn Human>>,
+    resources: Vec<Arc<dyn Resource>>,
+    instructions: Vec<String>,
+}
+
+impl RunBuilder {
+    /// The merged settings the run's families read.
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Settings while wiring (families read their sections).
+    pub fn current_settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The workspace being wired.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The surface: tier cap and approval mode.
+    pub fn surface(mut self, surface: Surface) -> Self {
+        self.surface = surface;
+        self
+    }
+
+    /// The port to a person; without one, confirmations and `ask_user`
+    /// fail closed.
+    pub fn human(mut self, human: Arc<dyn Human>) -> Self {
+        self.human = Some(human);
+        self
+    }
+
+    /// Whether a person is wired (for families that register only then).
+    pub fn has_human(&self) -> bool {
+        self.human.is_some()
+    }
+
+    /// Registers a tool.
+    ///
+    /// # Panics
+    /// On a duplicate name or an invalid schema: both are wiring bugs that
+    /// tests catch, not conditions a user can cause.
+    pub fn tool(mut self, tool: impl DynTool) -> Self {
+        self.add_tool(Arc::new(tool));
+        self
+    }
+
+    /// Registers a shared tool object (see [`RunBuilder::tool`]).
+    pub fn add_tool(&mut self, tool: Arc<dyn DynTool>) {
+        if let Err(message) = self.registry.register(tool) {
+            panic!("{message}");
+        }
+    }
+
+    /// Records a tool that is not wired for this run and why.
+    pub fn withhold(mut self, name: &str, reason: &str) -> Self {
+        self.registry.withhold(name, reason);
+        self
+    }
+
+    /// A resource the run owns from the start.
+    pub fn resource(mut self, resource: Arc<dyn Resource>) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    /// Adds text to the run's instructions.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions.push(text.into());
+        self
+    }
+
+    /// Finishes wiring.
+    pub fn build(self) -> Run {
+        Run {
+            inner: Arc::new(RunInner {
+                workspace: self.workspace,
+                settings: self.settings,
+                surface: self.surface,
+                registry: self.registry,
+                human: self.human,
+                resources: Mutex::new(self.resources),
+                notices: Mutex::new(Vec::new()),
+                instructions: self.instructions,
+            }),
+        }
+    }
+}
