@@ -25,6 +25,9 @@ use serde::Deserialize;
 /// and must not nag.
 const GO_ON: &str = "Go on under a reasonable assumption, state that assumption in your next message, and do not ask this question again.";
 
+/// The settings key this family reads.
+pub const SETTINGS_SECTION: &str = "askUser";
+
 /// Settings section `askUser`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -52,7 +55,7 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
     }
     let settings: AskSettings = builder
         .current_settings()
-        .section("askUser")
+        .section(SETTINGS_SECTION)
         .unwrap_or_else(|error| {
             tracing::warn!("{error}; using the default askUser settings");
             AskSettings::default()
@@ -227,22 +230,6 @@ fn describe_answer(question: &Question, chosen: &[String], text: Option<&str>) -
     out
 }
 
-/// Renders a question as numbered text, for terminals and for clients that
-/// only show a message.
-pub fn render_question(question: &Question) -> String {
-    let mut out = question.question.clone();
-    if let Some(context) = &question.context {
-        out.push_str(&format!("\n({context})"));
-    }
-    for (index, option) in question.options.iter().enumerate() {
-        out.push_str(&format!("\n  {}. {}", index + 1, option.label));
-        if let Some(description) = &option.description {
-            out.push_str(&format!(" - {description}"));
-        }
-    }
-    out
-}
-
 /// Reads a typed reply against a question: numbers pick options (several,
 /// separated by commas or spaces, when multi-select), anything else is free
 /// text where allowed. An empty reply is a skip.
@@ -346,7 +333,7 @@ mod tests {
     fn answers_and_questions_render_numbered() {
         let q = question(true, true);
         assert_eq!(
-            render_question(&q),
+            q.render(),
             "Which database?\n(the schema depends on it)\n  1. Postgres - relational\n  2. SQLite"
         );
         let text = describe_answer(&q, &["SQLite".into()], Some("with WAL"));

@@ -1,1 +1,395 @@
-fn main() {}
+//! `gantry`: one registry of tools for coding agents, served over MCP
+//! (`gantry mcp`) and the command line (`gantry call`, `gantry session`).
+
+mod terminal;
+mod wiring;
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use gantry_core::{ApprovalMode, CallError, Human, Run, Surface, Tier, ToolResult};
+use serde_json::{Value, json};
+
+use crate::terminal::TerminalHuman;
+use crate::wiring::RunConfig;
+
+/// Gantry: one registry of tools for coding agents.
+#[derive(Parser)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    /// Workspace root (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Write logs to this file instead of stderr.
+    #[arg(long, global = true, value_name = "FILE")]
+    log_file: Option<PathBuf>,
+    /// More logging (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone, Copy)]
+struct SurfaceArgs {
+    /// Highest tier of tools shown: read, write or exec.
+    #[arg(long, default_value = "exec")]
+    tier: Tier,
+    /// When Gantry asks before running a tool: client, default, auto-edit, yolo, plan.
+    #[arg(long)]
+    approval: Option<ApprovalMode>,
+}
+
+impl SurfaceArgs {
+    fn surface(self, default_approval: ApprovalMode) -> Surface {
+        Surface::new(self.tier, self.approval.unwrap_or(default_approval))
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP on stdio (or streamable HTTP with --http): one session, one run.
+    Mcp {
+        #[command(flatten)]
+        surface: SurfaceArgs,
+        /// Serve streamable HTTP at this address (e.g. 127.0.0.1:8765) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+        /// Bearer token for --http; required when the address is not loopback.
+        #[arg(long, env = "GANTRY_HTTP_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Extra browser origin allowed to call --http (loopback origins always are).
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origins: Vec<String>,
+        /// Minutes of inactivity after which an HTTP session and its run end.
+        #[arg(long, default_value_t = 30)]
+        idle_minutes: u64,
+    },
+    /// List the tools a surface would see, with their schemas under --json.
+    Tools {
+        #[command(flatten)]
+        surface: SurfaceArgs,
+        /// Print every tool's full listing as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool call in a fresh run and print what a person would see.
+    Call {
+        /// Tool name.
+        tool: String,
+        /// Parameters as a JSON object (default: {}).
+        args: Option<String>,
+        #[command(flatten)]
+        surface: SurfaceArgs,
+        /// Print the whole result (llm_content and return_display) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One run fed JSON calls on stdin, one per line; one JSON result per line on stdout.
+    Session {
+        #[command(flatten)]
+        surface: SurfaceArgs,
+    },
+    /// What a run here would wire, and why anything is missing.
+    Status {
+        #[command(flatten)]
+        surface: SurfaceArgs,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    if let Err(error) = init_logging(&cli) {
+        eprintln!("gantry: {error:#}");
+        return std::process::ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("gantry: cannot start the async runtime: {error}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("gantry: {error:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn init_logging(cli: &Cli) -> anyhow::Result<()> {
+    let level = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match &cli.log_file {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open log file {}", path.display()))?;
+            builder.with_ansi(false).with_writer(Arc::new(file)).init();
+        }
+        None => builder.with_writer(std::io::stderr).init(),
+    }
+    Ok(())
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
+    let root = match &cli.root {
+        Some(root) => root.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let config = |surface: Surface| RunConfig {
+        root: root.clone(),
+        surface,
+    };
+    let interactive = || TerminalHuman::if_interactive().map(|h| Arc::new(h) as Arc<dyn Human>);
+    match cli.command {
+        Command::Mcp {
+            surface,
+            http,
+            token,
+            allow_origins,
+            idle_minutes,
+        } => {
+            let config = config(surface.surface(ApprovalMode::Client));
+            // Fail now, not at the first client request, on a bad root or settings.
+            wiring::open(&config.root)?;
+            let factory: gantry_mcp::RunFactory =
+                Arc::new(move |human| wiring::build_run(&config, human));
+            let instructions = String::new();
+            match http {
+                Some(addr) => {
+                    let cancel = gantry_core::CancellationToken::new();
+                    let options = gantry_mcp::HttpOptions {
+                        addr,
+                        token,
+                        allowed_origins: allow_origins,
+                        idle: Duration::from_secs(idle_minutes.max(1) * 60),
+                        cancel: cancel.clone(),
+                    };
+                    let server = gantry_mcp::serve_http(factory, instructions, options);
+                    tokio::select! {
+                        result = server => result?,
+                        _ = shutdown_signal() => cancel.cancel(),
+                    }
+                }
+                None => {
+                    if std::io::stdin().is_terminal() {
+                        print_mcp_hint(&root);
+                    }
+                    tokio::select! {
+                        result = gantry_mcp::serve_stdio(factory, instructions) => result?,
+                        _ = shutdown_signal() => {}
+                    }
+                }
+            }
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Tools { surface, json } => {
+            let run = wiring::build_run(&config(surface.surface(ApprovalMode::Client)), None)?;
+            print_tools(&run, json)?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Call {
+            tool,
+            args,
+            surface,
+            json,
+        } => {
+            let args: Value = match args.as_deref() {
+                None => json!({}),
+                Some(text) => serde_json::from_str(text)
+                    .with_context(|| format!("the arguments are not valid JSON: {text}"))?,
+            };
+            let run = wiring::build_run(&config(surface.surface(ApprovalMode::Client)), interactive())?;
+            let outcome = run.call(&tool, args).await;
+            run.shutdown().await;
+            Ok(print_call(outcome, json))
+        }
+        Command::Session { surface } => {
+            let run = wiring::build_run(&config(surface.surface(ApprovalMode::Client)), interactive())?;
+            let outcome = session(&run).await;
+            run.shutdown().await;
+            outcome?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Status { surface } => {
+            let run = wiring::build_run(&config(surface.surface(ApprovalMode::Client)), interactive())?;
+            print_status(&run);
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+fn print_mcp_hint(root: &std::path::Path) {
+    eprintln!(
+        "gantry mcp: serving the Model Context Protocol on stdin/stdout for {root}.\n\
+         It waits for an MCP client; nothing happens until one speaks JSON-RPC here.\n\n\
+         Register it with a client, e.g. Claude Code:\n  claude mcp add gantry -- gantry mcp\n\
+         or in Qwen Code / Gemini CLI settings.json:\n  \"mcpServers\": {{ \"gantry\": {{ \"command\": \"gantry\", \"args\": [\"mcp\"] }} }}\n\n\
+         To try a tool by hand instead:\n  gantry tools\n  gantry call read_file '{{\"path\": \"README.md\"}}'\n\n\
+         Press Ctrl-C to quit.",
+        root = root.display()
+    );
+}
+
+fn print_tools(run: &Run, json: bool) -> anyhow::Result<()> {
+    let tools = run.tools();
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &tools)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    for tool in &tools {
+        let first = tool.description.split(". ").next().unwrap_or_default();
+        writeln!(out, "{:width$}  {:5}  {first}", tool.name, tool.tier.as_str())?;
+    }
+    Ok(())
+}
+
+fn print_call(outcome: Result<ToolResult, CallError>, json: bool) -> std::process::ExitCode {
+    match outcome {
+        Ok(result) => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+            } else {
+                println!("{}", result.return_display.to_text());
+            }
+            std::process::ExitCode::SUCCESS
+        }
+        Err(error) => {
+            if json {
+                println!("{}", error_json(&error));
+            } else {
+                eprintln!("{}", error.message);
+            }
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn error_json(error: &CallError) -> Value {
+    json!({"ok": false, "error": {"kind": format!("{:?}", error.kind), "message": error.message}})
+}
+
+/// One JSON call per line: `{"tool": NAME, "args": {...}, "id": ANY}` (MCP's
+/// `name`/`arguments` spelling works too). Calls run in order.
+async fn session(run: &Run) -> anyhow::Result<()> {
+    let (lines_tx, mut lines) = tokio::sync::mpsc::channel::<String>(16);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut out = std::io::stdout();
+    while let Some(line) = lines.recv().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = session_call(run, &line).await;
+        writeln!(out, "{reply}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+async fn session_call(run: &Run, line: &str) -> Value {
+    let request: Value = match serde_json::from_str(line) {
+        Ok(value) => value,
+        Err(e) => {
+            return json!({"ok": false, "error": {"kind": "InvalidRequest", "message": format!("not a JSON object: {e}")}});
+        }
+    };
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    let name = request
+        .get("tool")
+        .or_else(|| request.get("name"))
+        .and_then(Value::as_str);
+    let Some(name) = name else {
+        return json!({"id": id, "ok": false, "error": {"kind": "InvalidRequest", "message": "each line needs \"tool\" (the tool name) and \"args\" (an object)"}});
+    };
+    let args = request
+        .get("args")
+        .or_else(|| request.get("arguments"))
+        .cloned()
+        .unwrap_or(json!({}));
+    match run.call(name, args).await {
+        Ok(result) => json!({"id": id, "ok": true, "result": result}),
+        Err(error) => {
+            let mut reply = error_json(&error);
+            reply["id"] = id;
+            reply
+        }
+    }
+}
+
+fn print_status(run: &Run) {
+    let surface = run.surface();
+    println!("workspace: {}", run.workspace().root().display());
+    let files = run.settings().files();
+    if files.is_empty() {
+        println!("settings: none (defaults)");
+    } else {
+        for file in files {
+            println!("settings: {}", file.display());
+        }
+    }
+    println!("surface: tier cap {}, approval {}", surface.cap, surface.approval);
+    println!("\ntools wired:");
+    for tier in Tier::ALL {
+        let names: Vec<String> = run
+            .registry()
+            .list(Tier::Exec)
+            .into_iter()
+            .filter(|t| t.tier == tier)
+            .map(|t| {
+                if t.tier > surface.cap {
+                    format!("{} (hidden above cap)", t.name)
+                } else {
+                    t.name
+                }
+            })
+            .collect();
+        if !names.is_empty() {
+            println!("  {tier:5}  {}", names.join(", "));
+        }
+    }
+    let withheld: Vec<_> = run.registry().withheld().collect();
+    if !withheld.is_empty() {
+        println!("\nnot wired here:");
+        for (name, reason) in withheld {
+            println!("  {name}: {reason}");
+        }
+    }
+    for line in run.resource_status() {
+        println!("resource: {line}");
+    }
+}

@@ -40,6 +40,24 @@ pub struct Question {
     pub multi_select: bool,
 }
 
+impl Question {
+    /// The question as numbered text, the same on a terminal and in a
+    /// client's dialog.
+    pub fn render(&self) -> String {
+        let mut out = self.question.clone();
+        if let Some(context) = &self.context {
+            out.push_str(&format!("\n({context})"));
+        }
+        for (index, option) in self.options.iter().enumerate() {
+            out.push_str(&format!("\n  {}. {}", index + 1, option.label));
+            if let Some(description) = &option.description {
+                out.push_str(&format!(" - {description}"));
+            }
+        }
+        out
+    }
+}
+
 /// What the person answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Answer {

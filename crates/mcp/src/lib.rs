@@ -1,1 +1,40 @@
-//! placeholder
+//! Gantry's MCP front end: `gantry mcp` over stdio or streamable HTTP.
+//!
+//! One MCP session is one [`Run`](gantry_core::Run): the session's tools,
+//! live resources and notices begin with it and end with it. Every
+//! `tools/call` goes through the same pipeline as the CLI and the library;
+//! tool failures become `isError` results, never protocol errors.
+//! Confirmations and `ask_user` travel as elicitation, in whichever form the
+//! negotiated protocol version allows.
+//!
+//! ```no_run
+//! # async fn serve(factory: gantry_mcp::RunFactory) -> anyhow::Result<()> {
+//! gantry_mcp::serve_stdio(factory, String::new()).await
+//! # }
+//! ```
+
+mod http;
+mod human;
+mod server;
+
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+
+pub use http::{HttpOptions, serve_http};
+pub use server::{GantryServer, RunFactory};
+
+/// Serves one MCP session on stdin/stdout until the client goes away, then
+/// ends the run.
+pub async fn serve_stdio(factory: RunFactory, instructions: String) -> anyhow::Result<()> {
+    let shared = Arc::new(server::Shared::new(factory, instructions));
+    let server = GantryServer::new(shared);
+    let run = server.run_cell();
+    let service = server.serve(rmcp::transport::stdio()).await?;
+    let reason = service.waiting().await;
+    tracing::info!(?reason, "MCP session ended");
+    if let Some(run) = run.get() {
+        run.shutdown().await;
+    }
+    Ok(())
+}

@@ -1,0 +1,47 @@
+//! Wires a run with every tool family; the one place that knows them all.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use gantry_core::{Human, Run, Settings, Surface, Workspace};
+
+/// Top-level settings keys some part of Gantry reads; anything else is
+/// warned about as likely a typo.
+const KNOWN_SETTINGS: &[&str] = &["extraRoots", gantry_ask::SETTINGS_SECTION];
+
+/// What a front end asks for when it opens a run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The workspace root.
+    pub root: PathBuf,
+    /// Tier cap and approval mode.
+    pub surface: Surface,
+}
+
+/// Opens the workspace and loads its settings, reporting unknown keys.
+pub fn open(root: &Path) -> anyhow::Result<(Workspace, Settings)> {
+    let settings = Settings::load(root)?;
+    for key in settings.unknown_keys(KNOWN_SETTINGS) {
+        tracing::warn!("unknown settings key `{key}` (known: {})", KNOWN_SETTINGS.join(", "));
+    }
+    let extra: Vec<PathBuf> = settings.section("extraRoots")?;
+    let workspace = Workspace::new(root)
+        .with_context(|| format!("cannot open workspace {}", root.display()))?
+        .with_extra_roots(extra);
+    Ok((workspace, settings))
+}
+
+/// Builds a run with every family whose resource can be wired here.
+pub fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::Result<Run> {
+    let (workspace, settings) = open(&config.root)?;
+    let mut builder = Run::builder(workspace)
+        .settings(settings)
+        .surface(config.surface);
+    if let Some(human) = human {
+        builder = builder.human(human);
+    }
+    //FS let builder = gantry_fs::register(builder);
+    let builder = gantry_ask::register(builder);
+    Ok(builder.build())
+}

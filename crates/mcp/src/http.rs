@@ -1,0 +1,127 @@
+//! `gantry mcp --http ADDR`: streamable HTTP, one run per MCP session.
+//!
+//! Bound to loopback unless told otherwise. The `Host` and `Origin` headers
+//! are checked against DNS rebinding (a web page must not drive the tools of
+//! a local server), and a bearer token is required whenever the address is
+//! reachable from beyond this machine.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use crate::server::{GantryServer, RunFactory, Shared};
+
+/// How the HTTP front end is exposed.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// Required as `Authorization: Bearer <token>`; mandatory off loopback.
+    pub token: Option<String>,
+    /// Browser origins allowed besides the loopback ones.
+    pub allowed_origins: Vec<String>,
+    /// A session with no request for this long ends, and its run with it.
+    pub idle: Duration,
+    /// Stops the server.
+    pub cancel: CancellationToken,
+}
+
+/// Serves MCP over streamable HTTP at `options.addr` until cancelled.
+pub async fn serve_http(
+    factory: RunFactory,
+    instructions: String,
+    options: HttpOptions,
+) -> anyhow::Result<()> {
+    let loopback = options.addr.ip().is_loopback();
+    if !loopback && options.token.is_none() {
+        anyhow::bail!(
+            "{} is reachable beyond this machine: give a bearer token with --token (or GANTRY_HTTP_TOKEN), or bind to 127.0.0.1",
+            options.addr
+        );
+    }
+    let shared = Arc::new(Shared::new(factory, instructions));
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(options.cancel.clone())
+        .with_allowed_origins(
+            [
+                "http://localhost:*",
+                "http://127.0.0.1:*",
+                "http://[::1]:*",
+                "https://localhost:*",
+            ]
+            .into_iter()
+            .map(String::from)
+            .chain(options.allowed_origins.iter().cloned()),
+        );
+    if !loopback {
+        config = config.disable_allowed_hosts();
+    }
+    let mut sessions = LocalSessionManager::default();
+    let mut session_config = SessionConfig::default();
+    session_config.keep_alive = Some(options.idle);
+    sessions.session_config = session_config;
+    let service = StreamableHttpService::new(
+        move || Ok(GantryServer::new(shared.clone())),
+        Arc::new(sessions),
+        config,
+    );
+    let token = options.token.clone().map(Arc::new);
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            let token = token.clone();
+            async move { check_bearer(token.as_deref().map(String::as_str), request, next).await }
+        }));
+    let listener = tokio::net::TcpListener::bind(options.addr).await?;
+    tracing::info!(addr = %listener.local_addr()?, "serving MCP over streamable HTTP at /mcp");
+    eprintln!("gantry: serving MCP at http://{}/mcp", listener.local_addr()?);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { options.cancel.cancelled().await })
+        .await?;
+    Ok(())
+}
+
+async fn check_bearer(token: Option<&str>, request: Request, next: Next) -> Response {
+    if let Some(token) = token {
+        let given = request
+            .headers()
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes())) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+                "missing or wrong bearer token",
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// Compares without an early exit, so the time taken says nothing about how
+/// much of a guessed token was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+    }
+}
