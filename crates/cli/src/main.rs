@@ -108,7 +108,10 @@ fn main() -> std::process::ExitCode {
         eprintln!("gantry: {error:#}");
         return std::process::ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("gantry: cannot start the async runtime: {error}");
@@ -215,20 +218,29 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 Some(text) => serde_json::from_str(text)
                     .with_context(|| format!("the arguments are not valid JSON: {text}"))?,
             };
-            let run = wiring::build_run(&config(surface.surface(ApprovalMode::Client)), interactive())?;
+            let run = wiring::build_run(
+                &config(surface.surface(ApprovalMode::Client)),
+                interactive(),
+            )?;
             let outcome = run.call(&tool, args).await;
             run.shutdown().await;
             Ok(print_call(outcome, json))
         }
         Command::Session { surface } => {
-            let run = wiring::build_run(&config(surface.surface(ApprovalMode::Client)), interactive())?;
+            let run = wiring::build_run(
+                &config(surface.surface(ApprovalMode::Client)),
+                interactive(),
+            )?;
             let outcome = session(&run).await;
             run.shutdown().await;
             outcome?;
             Ok(std::process::ExitCode::SUCCESS)
         }
         Command::Status { surface } => {
-            let run = wiring::build_run(&config(surface.surface(ApprovalMode::Client)), interactive())?;
+            let run = wiring::build_run(
+                &config(surface.surface(ApprovalMode::Client)),
+                interactive(),
+            )?;
             print_status(&run);
             Ok(std::process::ExitCode::SUCCESS)
         }
@@ -267,7 +279,12 @@ fn print_tools(run: &Run, json: bool) -> anyhow::Result<()> {
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
     for tool in &tools {
         let first = tool.description.split(". ").next().unwrap_or_default();
-        writeln!(out, "{:width$}  {:5}  {first}", tool.name, tool.tier.as_str())?;
+        writeln!(
+            out,
+            "{:width$}  {:5}  {first}",
+            tool.name,
+            tool.tier.as_str()
+        )?;
     }
     Ok(())
 }
@@ -276,7 +293,10 @@ fn print_call(outcome: Result<ToolResult, CallError>, json: bool) -> std::proces
     match outcome {
         Ok(result) => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&result).unwrap_or_default()
+                );
             } else {
                 println!("{}", result.return_display.to_text());
             }
@@ -362,7 +382,10 @@ fn print_status(run: &Run) {
             println!("settings: {}", file.display());
         }
     }
-    println!("surface: tier cap {}, approval {}", surface.cap, surface.approval);
+    println!(
+        "surface: tier cap {}, approval {}",
+        surface.cap, surface.approval
+    );
     println!("\ntools wired:");
     for tier in Tier::ALL {
         let names: Vec<String> = run

@@ -47,14 +47,23 @@ impl Human for TerminalHuman {
         }
         prompt.push_str("Run it? [y/N] ");
         let line = prompt_line(prompt).await?;
-        Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+        Ok(matches!(
+            line.trim().to_ascii_lowercase().as_str(),
+            "y" | "yes"
+        ))
     }
 
     async fn ask(&self, question: &Question) -> Result<Answer, HumanError> {
         let mut prompt = format!("\n{}\n", question.render());
-        let hint = match (question.options.is_empty(), question.multi_select, question.allow_free_text) {
+        let hint = match (
+            question.options.is_empty(),
+            question.multi_select,
+            question.allow_free_text,
+        ) {
             (true, _, _) => "Your answer (empty to skip): ",
-            (false, true, true) => "Numbers separated by commas, or your own answer (empty to skip): ",
+            (false, true, true) => {
+                "Numbers separated by commas, or your own answer (empty to skip): "
+            }
             (false, true, false) => "Numbers separated by commas (empty to skip): ",
             (false, false, true) => "A number, or your own answer (empty to skip): ",
             (false, false, false) => "A number (empty to skip): ",

@@ -23,7 +23,10 @@ pub struct RunConfig {
 pub fn open(root: &Path) -> anyhow::Result<(Workspace, Settings)> {
     let settings = Settings::load(root)?;
     for key in settings.unknown_keys(KNOWN_SETTINGS) {
-        tracing::warn!("unknown settings key `{key}` (known: {})", KNOWN_SETTINGS.join(", "));
+        tracing::warn!(
+            "unknown settings key `{key}` (known: {})",
+            KNOWN_SETTINGS.join(", ")
+        );
     }
     let extra: Vec<PathBuf> = settings.section("extraRoots")?;
     let workspace = Workspace::new(root)
@@ -42,6 +45,7 @@ pub fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::R
         builder = builder.human(human);
     }
     //FS let builder = gantry_fs::register(builder);
+    let builder = gantry_shell::register(builder);
     let builder = gantry_ask::register(builder);
     Ok(builder.build())
 }

@@ -1,0 +1,221 @@
+//! The `shell` tool (SPEC §5): `bash -c` in its own process group, inside the
+//! workspace, with a timeout, bounded output, and background jobs that end
+//! with the run.
+//!
+//! ```no_run
+//! # async fn demo(run: gantry_core::Run) {
+//! let result = run
+//!     .call("shell", serde_json::json!({"command": "cargo --version"}))
+//!     .await;
+//! # }
+//! ```
+
+mod jobs;
+mod output;
+mod process;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gantry_core::{
+    Run, RunBuilder, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, async_trait,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+pub use jobs::Jobs;
+pub use output::CappedOutput;
+
+/// Default foreground timeout.
+const DEFAULT_TIMEOUT: u64 = 120;
+/// Longest foreground timeout a call may ask for.
+const MAX_TIMEOUT: u64 = 600;
+
+/// Adds `shell` with a fresh job table owned by the run.
+pub fn register(builder: RunBuilder) -> RunBuilder {
+    let jobs = Arc::new(Jobs::default());
+    builder.resource(jobs.clone()).tool(Shell { jobs })
+}
+
+/// The `shell` tool.
+pub struct Shell {
+    jobs: Arc<Jobs>,
+}
+
+/// Parameters of `shell`: either `command` (to start one) or `handle` (to
+/// look at or stop a background one).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellParams {
+    /// The bash command to run, e.g. `cargo test -p core 2>&1 | tail -50`.
+    /// Runs with `bash -c`, stdin closed; do not start interactive programs.
+    pub command: Option<String>,
+    /// Working directory, relative to the workspace root (default: the root).
+    pub directory: Option<String>,
+    /// Seconds before the command and everything it started is killed
+    /// (default 120, at most 600). Ignored for background commands.
+    #[schemars(range(min = 1, max = 600))]
+    pub timeout: Option<u64>,
+    /// Start the command in the background and return a handle at once
+    /// (servers, watchers, long builds). Poll it with `handle`.
+    pub is_background: Option<bool>,
+    /// Handle of a background command (`bg_1`): returns its new output
+    /// and status.
+    pub handle: Option<String>,
+    /// With `handle`: stop the background command and everything it started.
+    pub kill: Option<bool>,
+}
+
+#[async_trait]
+impl Tool for Shell {
+    type Params = ShellParams;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "shell",
+            "Shell",
+            Tier::Exec,
+            "Run a bash command in the workspace and get its combined stdout/stderr and exit \
+             code. Long output keeps its head and tail. Use is_background for servers and \
+             watchers, then poll with handle (kill: true stops it). Prefer the dedicated tools \
+             for reading, searching and editing files.",
+        )
+    }
+
+    fn validate(&self, params: &ShellParams, _: &Run) -> Result<(), String> {
+        match (&params.command, &params.handle) {
+            (Some(_), Some(_)) => {
+                Err("command, handle: give either a command to start or the handle of a background one, not both".into())
+            }
+            (None, None) => Err("command: missing; give the bash command to run (or `handle` to poll a background job)".into()),
+            (Some(command), None) => {
+                if command.trim().is_empty() {
+                    return Err("command: expected a non-empty bash command".into());
+                }
+                if params.kill.is_some() {
+                    return Err("kill: only applies together with `handle`".into());
+                }
+                Ok(())
+            }
+            (None, Some(_)) => {
+                let extra = [
+                    ("directory", params.directory.is_some()),
+                    ("timeout", params.timeout.is_some()),
+                    ("is_background", params.is_background.is_some()),
+                ];
+                match extra.iter().find(|(_, given)| *given) {
+                    Some((name, _)) => Err(format!("{name}: does not apply when polling a background job by `handle`")),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    fn describe(&self, params: &ShellParams) -> String {
+        match (&params.command, &params.handle) {
+            (Some(command), _) if params.is_background == Some(true) => {
+                format!("start in the background: {command}")
+            }
+            (Some(command), _) => format!("run: {command}"),
+            (None, Some(handle)) if params.kill == Some(true) => {
+                format!("stop background job {handle}")
+            }
+            (None, Some(handle)) => format!("check background job {handle}"),
+            (None, None) => "shell".into(),
+        }
+    }
+
+    async fn execute(
+        &self,
+        params: ShellParams,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        if let Some(handle) = &params.handle {
+            let report = self
+                .jobs
+                .poll(handle, params.kill == Some(true))
+                .await
+                .map_err(ToolError::Failed)?;
+            let output = if report.output.is_empty() {
+                "(no new output)".to_string()
+            } else {
+                report.output
+            };
+            return Ok(ToolResult::text(format!(
+                "Background job {handle}: {}\nCommand: {}\nNew output:\n{output}",
+                report.status, report.command
+            )));
+        }
+        let command = params.command.unwrap_or_default();
+        let dir = ctx
+            .run
+            .workspace()
+            .resolve(params.directory.as_deref().unwrap_or("."))?;
+        if !dir.is_dir() {
+            return Err(ToolError::failed(format!(
+                "directory: `{}` is not a directory in the workspace",
+                params.directory.unwrap_or_default()
+            )));
+        }
+        let shown_dir = ctx.run.workspace().display(&dir);
+        let mut running = process::spawn(&command, &dir)
+            .map_err(|e| ToolError::failed(format!("cannot start bash: {e}")))?;
+
+        if params.is_background == Some(true) {
+            let pgid = running.pgid();
+            let handle = self.jobs.add(&command, running);
+            return Ok(ToolResult::text(format!(
+                "Started in the background as {handle} (process group {pgid}) in {shown_dir}.\n\
+                 Poll it with {{\"handle\": \"{handle}\"}}; stop it with {{\"handle\": \"{handle}\", \"kill\": true}}. \
+                 It is stopped when the run ends."
+            )));
+        }
+
+        let timeout =
+            Duration::from_secs(params.timeout.unwrap_or(DEFAULT_TIMEOUT).min(MAX_TIMEOUT));
+        // If the pipeline drops this future (cancellation), the guard kills
+        // the group.
+        let mut guard = process::GroupGuard(running.pgid());
+        let started = Instant::now();
+        let finished = tokio::time::timeout(timeout, running.wait()).await;
+        let status = match finished {
+            Ok(status) => status?,
+            Err(_) => {
+                let _ = running.kill().await;
+                guard.0 = 0;
+                let output = running
+                    .output
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .render();
+                return Err(ToolError::failed(format!(
+                    "`{command}` timed out after {} s; it and every process it started were killed. \
+                     For long-running commands use is_background, or a larger timeout (max {MAX_TIMEOUT}).\n\
+                     Output before the timeout:\n{}",
+                    timeout.as_secs(),
+                    if output.is_empty() {
+                        "(none)".into()
+                    } else {
+                        output
+                    }
+                )));
+            }
+        };
+        guard.0 = 0;
+        let output = running
+            .output
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .render();
+        let output = if output.is_empty() {
+            "(no output)".to_string()
+        } else {
+            output
+        };
+        Ok(ToolResult::text(format!(
+            "$ {command}\n{output}\n[{} after {:.1} s, in {shown_dir}]",
+            process::describe_status(status),
+            started.elapsed().as_secs_f64()
+        )))
+    }
+}

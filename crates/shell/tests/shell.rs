@@ -1,0 +1,313 @@
+//! `shell` through the real pipeline, with real bash processes.
+
+use std::path::Path;
+use std::time::Duration;
+
+use gantry_core::{CallErrorKind, CallOptions, CancellationToken, Run, Workspace};
+use serde_json::json;
+
+fn run_in(dir: &Path) -> Run {
+    gantry_shell::register(Run::builder(Workspace::new(dir).unwrap())).build()
+}
+
+/// Alive and not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            stat.rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next())
+                != Some("Z")
+        })
+        .unwrap_or(false)
+}
+
+/// Waits, with a bound, for a process that is not ours to reap to die.
+async fn gone(pid: i32) -> bool {
+    for _ in 0..500 {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// Waits, with a bound, for a command to write a pid file.
+async fn read_pid(path: &Path) -> i32 {
+    for _ in 0..500 {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(pid) = text.trim().parse() {
+                return pid;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{} never appeared", path.display());
+}
+
+#[tokio::test]
+async fn runs_in_workspace_and_reports_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let run = run_in(dir.path());
+    let ok = run
+        .call(
+            "shell",
+            json!({"command": "pwd; echo err >&2", "directory": "sub"}),
+        )
+        .await
+        .unwrap();
+    let text = ok.text_content();
+    assert!(
+        text.contains(&format!(
+            "{}/sub",
+            dir.path().canonicalize().unwrap().display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("err"), "stderr is captured: {text}");
+    assert!(text.contains("[exit code 0"), "{text}");
+    let failed = run
+        .call("shell", json!({"command": "exit 3"}))
+        .await
+        .unwrap();
+    assert!(failed.text_content().contains("[exit code 3"));
+    let killed = run
+        .call("shell", json!({"command": "kill -SEGV $$"}))
+        .await
+        .unwrap();
+    assert!(
+        killed
+            .text_content()
+            .contains("killed by signal 11 (SIGSEGV)"),
+        "{}",
+        killed.text_content()
+    );
+    // stdin is closed: cat must not wait for input.
+    let cat = tokio::time::timeout(
+        Duration::from_secs(10),
+        run.call("shell", json!({"command": "cat"})),
+    )
+    .await;
+    assert!(
+        cat.expect("cat waited on stdin")
+            .unwrap()
+            .text_content()
+            .contains("(no output)")
+    );
+}
+
+#[tokio::test]
+async fn long_output_is_capped_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path());
+    let result = run
+        .call("shell", json!({"command": "seq 1 200000"}))
+        .await
+        .unwrap();
+    let text = result.text_content();
+    assert!(
+        text.starts_with("$ seq 1 200000\n1\n2\n"),
+        "{}",
+        &text[..40]
+    );
+    assert!(text.contains("bytes of output cut"));
+    assert!(text.contains("\n200000\n"), "the tail is kept");
+    assert!(text.len() < 40_000);
+}
+
+#[tokio::test]
+async fn timeout_kills_the_whole_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path());
+    let err = run
+        .call("shell", json!({"command": "sleep 300 & echo $! > grandchild.pid; echo started; wait", "timeout": 1}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, CallErrorKind::Failed);
+    assert!(
+        err.message.contains("timed out after 1 s"),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.message.contains("started"),
+        "partial output kept: {}",
+        err.message
+    );
+    let pid = read_pid(&dir.path().join("grandchild.pid")).await;
+    assert!(gone(pid).await, "grandchild {pid} outlived the timeout");
+}
+
+#[tokio::test]
+async fn finished_command_leaves_no_grandchild() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path());
+    let result = run
+        .call("shell", json!({"command": "sleep 300 & echo $!"}))
+        .await
+        .unwrap();
+    let pid: i32 = result
+        .text_content()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        gone(pid).await,
+        "a background grandchild outlived its command"
+    );
+}
+
+#[tokio::test]
+async fn cancellation_kills_the_whole_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path());
+    let cancel = CancellationToken::new();
+    let call = run.call_with(
+        "shell",
+        json!({"command": "sleep 300 & echo $! > grandchild.pid; wait"}),
+        CallOptions {
+            cancel: cancel.clone(),
+            ..Default::default()
+        },
+    );
+    let pid_file = dir.path().join("grandchild.pid");
+    let canceller = async {
+        let pid = read_pid(&pid_file).await;
+        cancel.cancel();
+        pid
+    };
+    let (outcome, pid) = tokio::join!(call, canceller);
+    assert_eq!(outcome.unwrap_err().kind, CallErrorKind::Cancelled);
+    assert!(
+        gone(pid).await,
+        "grandchild {pid} outlived the cancellation"
+    );
+}
+
+#[tokio::test]
+async fn background_jobs_report_new_output_stop_and_end_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path());
+    let started = run
+        .call("shell", json!({"command": "echo one; while [ ! -e go ]; do sleep 0.05; done; echo two", "is_background": true}))
+        .await
+        .unwrap();
+    assert!(
+        started
+            .text_content()
+            .starts_with("Started in the background as bg_1")
+    );
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let mut seen = String::new();
+    for _ in 0..500 {
+        let poll = run
+            .call("shell", json!({"handle": "bg_1"}))
+            .await
+            .unwrap()
+            .text_content();
+        seen.push_str(&poll);
+        if poll.contains("exit code 0") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        seen.contains("one") && seen.contains("two") && seen.contains("exit code 0"),
+        "{seen}"
+    );
+    let again = run
+        .call("shell", json!({"handle": "bg_1"}))
+        .await
+        .unwrap()
+        .text_content();
+    assert!(
+        again.contains("(no new output)"),
+        "output is reported once: {again}"
+    );
+
+    let long = run
+        .call(
+            "shell",
+            json!({"command": "echo $$ > leader.pid; sleep 300", "is_background": true}),
+        )
+        .await
+        .unwrap();
+    assert!(long.text_content().contains("bg_2"));
+    let leader = read_pid(&dir.path().join("leader.pid")).await;
+    let stopped = run
+        .call("shell", json!({"handle": "bg_2", "kill": true}))
+        .await
+        .unwrap()
+        .text_content();
+    assert!(stopped.contains("killed by signal 9"), "{stopped}");
+    assert!(gone(leader).await);
+
+    run.call(
+        "shell",
+        json!({"command": "echo $$ > last.pid; sleep 300", "is_background": true}),
+    )
+    .await
+    .unwrap();
+    let last = read_pid(&dir.path().join("last.pid")).await;
+    run.shutdown().await;
+    assert!(gone(last).await, "a background job outlived the run");
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_with_the_parameter_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path());
+    let cases = [
+        (json!({}), "command: missing"),
+        (json!({"command": "ls", "handle": "bg_1"}), "not both"),
+        (json!({"command": "  "}), "command: expected a non-empty"),
+        (
+            json!({"command": "ls", "kill": true}),
+            "kill: only applies together with `handle`",
+        ),
+        (
+            json!({"handle": "bg_1", "timeout": 5}),
+            "timeout: does not apply",
+        ),
+        (
+            json!({"command": "ls", "timeout": 0}),
+            "timeout: expected integer between 1 and 600, got 0",
+        ),
+        (
+            json!({"command": "ls", "timeout": 601}),
+            "timeout: expected integer between 1 and 600, got 601",
+        ),
+    ];
+    for (args, want) in cases {
+        let err = run.call("shell", args.clone()).await.unwrap_err();
+        assert_eq!(err.kind, CallErrorKind::InvalidParams, "{args}");
+        assert!(
+            err.message.contains(want),
+            "{args}: {} !~ {want}",
+            err.message
+        );
+    }
+    let err = run
+        .call("shell", json!({"command": "ls", "directory": "../"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains("outside the workspace"),
+        "{}",
+        err.message
+    );
+    let err = run
+        .call("shell", json!({"handle": "bg_9"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains("no background job `bg_9`"),
+        "{}",
+        err.message
+    );
+}
