@@ -1,0 +1,394 @@
+//! `glob`: files by name pattern, newest first, the way ripgrep walks.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+use gantry_core::{
+    CancellationToken, Display, Part, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
+    Workspace,
+};
+use globset::{GlobBuilder, GlobMatcher};
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::common::{blocking, fenced, io_failure, quote};
+
+/// Results shown when nothing else is configured: enough to see the shape
+/// of a match set, few enough to keep the model's context for the work.
+pub const DEFAULT_MAX_RESULTS: usize = 500;
+
+/// Parameters of [`Glob`].
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GlobParams {
+    /// The glob pattern to match files against, e.g. `**/*.rs`,
+    /// `src/**/*.test.ts` or `*.{yml,yaml}`. A pattern without `/` is
+    /// matched against file names at any depth (`*.rs` finds every Rust
+    /// file, as `**/*.rs` does). A pattern with `/` is matched against the
+    /// path relative to `path`: `*` stays within one folder and `**`
+    /// crosses folders. Matching is case-sensitive.
+    #[schemars(length(min = 1))]
+    pub pattern: String,
+    /// The folder to search in: a path relative to the workspace root
+    /// (e.g. `src`) or an absolute path inside the workspace. Defaults to
+    /// the workspace root.
+    #[serde(default = "dot")]
+    pub path: String,
+}
+
+fn dot() -> String {
+    ".".to_string()
+}
+
+/// Finds files by glob pattern. It walks the way ripgrep does (in
+/// parallel; .gitignore, .ignore and git's exclude file respected even
+/// outside a git repository; hidden files skipped) because those are the
+/// files a person means by "the project", and lists the newest first
+/// because recently touched files are usually the ones the task is about.
+#[derive(Debug, Clone, Copy)]
+pub struct Glob {
+    max_results: usize,
+}
+
+impl Default for Glob {
+    fn default() -> Self {
+        Glob {
+            max_results: DEFAULT_MAX_RESULTS,
+        }
+    }
+}
+
+impl Glob {
+    /// A glob tool showing at most `max_results` files per call (a harness
+    /// with a small context may want fewer than
+    /// [`DEFAULT_MAX_RESULTS`]).
+    pub fn with_max_results(max_results: usize) -> Self {
+        Glob {
+            max_results: max_results.max(1),
+        }
+    }
+}
+
+/// How the pattern is applied to each file.
+struct Matcher {
+    glob: GlobMatcher,
+    /// Match the file name only (the pattern has no `/`).
+    name_only: bool,
+    /// The pattern names hidden files, so they must be walked.
+    wants_hidden: bool,
+}
+
+fn compile(pattern: &str) -> Result<Matcher, String> {
+    let pattern = pattern.trim();
+    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+    let glob = GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| format!("pattern: invalid glob {}: {}", quote(pattern), e.kind()))?;
+    let wants_hidden = pattern
+        .split('/')
+        .any(|part| part.starts_with('.') && part != "." && part != "..");
+    Ok(Matcher {
+        glob: glob.compile_matcher(),
+        name_only: !pattern.contains('/'),
+        wants_hidden,
+    })
+}
+
+struct Hit {
+    modified: SystemTime,
+    path: PathBuf,
+}
+
+/// Everything the walker threads share.
+struct Shared<'a> {
+    matcher: &'a Matcher,
+    base: &'a Path,
+    workspace: &'a Workspace,
+    cancel: &'a CancellationToken,
+    hits: Mutex<Vec<Hit>>,
+    unreadable: AtomicUsize,
+}
+
+/// One walker thread: collects locally, hands its hits over when the
+/// walk ends (on drop), so threads never contend per file.
+struct Visitor<'a> {
+    shared: &'a Shared<'a>,
+    hits: Vec<Hit>,
+}
+
+impl<'s> ParallelVisitorBuilder<'s> for &'s Shared<'s> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(Visitor {
+            shared: self,
+            hits: Vec::new(),
+        })
+    }
+}
+
+impl Visitor<'_> {
+    fn consider(&mut self, entry: DirEntry) {
+        let shared = self.shared;
+        let Some(file_type) = entry.file_type() else {
+            return;
+        };
+        if file_type.is_dir() {
+            return;
+        }
+        let path = entry.path();
+        let matched = if shared.matcher.name_only {
+            shared.matcher.glob.is_match(entry.file_name())
+        } else {
+            path.strip_prefix(shared.base)
+                .is_ok_and(|relative| shared.matcher.glob.is_match(relative))
+        };
+        if !matched {
+            return;
+        }
+        let meta = if file_type.is_symlink() {
+            // Listed only when it leads to a file inside the workspace.
+            let inside = path
+                .to_str()
+                .is_some_and(|p| shared.workspace.resolve(p).is_ok());
+            match std::fs::metadata(path) {
+                Ok(meta) if inside && meta.is_file() => meta,
+                _ => return,
+            }
+        } else if file_type.is_file() {
+            match entry.metadata() {
+                Ok(meta) => meta,
+                Err(_) => {
+                    shared.unreadable.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            }
+        } else {
+            return;
+        };
+        self.hits.push(Hit {
+            modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            path: entry.into_path(),
+        });
+    }
+}
+
+impl ParallelVisitor for Visitor<'_> {
+    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
+        if self.shared.cancel.is_cancelled() {
+            return WalkState::Quit;
+        }
+        match entry {
+            Ok(entry) => self.consider(entry),
+            Err(_) => {
+                self.shared.unreadable.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        WalkState::Continue
+    }
+}
+
+impl Drop for Visitor<'_> {
+    fn drop(&mut self) {
+        let mut hits = self
+            .shared
+            .hits
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        hits.append(&mut self.hits);
+    }
+}
+
+/// What one search found, sorted newest first.
+struct Found {
+    hits: Vec<Hit>,
+    unreadable: usize,
+}
+
+fn search(
+    workspace: &Workspace,
+    given: &str,
+    base: &Path,
+    matcher: &Matcher,
+    cancel: &CancellationToken,
+) -> Result<Found, ToolError> {
+    let meta = std::fs::metadata(base).map_err(|e| io_failure(workspace, given, base, e))?;
+    if !meta.is_dir() {
+        return Err(ToolError::failed(format!(
+            "{} is a file, not a folder; give glob a folder in `path` (use read_file to read this file)",
+            quote(&workspace.display(base))
+        )));
+    }
+    let mut walk = WalkBuilder::new(base);
+    walk.hidden(!matcher.wants_hidden)
+        .require_git(false)
+        .follow_links(false)
+        // Git's own store is never what a file search is after, even when
+        // hidden files are walked.
+        .filter_entry(|entry| entry.file_name() != ".git");
+    let shared = Shared {
+        matcher,
+        base,
+        workspace,
+        cancel,
+        hits: Mutex::new(Vec::new()),
+        unreadable: AtomicUsize::new(0),
+    };
+    walk.build_parallel().visit(&mut &shared);
+    if cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    let mut hits = shared
+        .hits
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    hits.sort_unstable_by(|a, b| {
+        b.modified
+            .cmp(&a.modified)
+            .then_with(|| a.path.cmp(&b.path))
+    });
+    Ok(Found {
+        hits,
+        unreadable: shared.unreadable.into_inner(),
+    })
+}
+
+#[gantry_core::async_trait]
+impl Tool for Glob {
+    type Params = GlobParams;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "glob",
+            "Find files",
+            Tier::Read,
+            format!(
+                "Finds files whose names or paths match a glob pattern (e.g. `**/*.rs`, \
+                 `src/**/*.ts`, `Cargo.toml`), newest first by modification time, as \
+                 workspace-relative paths, at most {} per call. Files excluded by .gitignore or \
+                 .ignore, and hidden files (unless the pattern names them, e.g. `.github/**`), \
+                 are skipped. Only files are listed, not folders. To search file contents use \
+                 grep; to see one folder use ls.",
+                self.max_results
+            ),
+        )
+    }
+
+    fn validate(&self, params: &GlobParams, _run: &gantry_core::Run) -> Result<(), String> {
+        compile(&params.pattern).map(|_| ())
+    }
+
+    fn describe(&self, params: &GlobParams) -> String {
+        format!(
+            "find files matching {} in {}",
+            quote(&params.pattern),
+            quote(&params.path)
+        )
+    }
+
+    async fn execute(&self, params: GlobParams, ctx: ToolContext) -> Result<ToolResult, ToolError> {
+        let workspace = ctx.run.workspace().clone();
+        let base = workspace.resolve(&params.path)?;
+        let pattern = relative_pattern(&params.pattern, &base)?;
+        let matcher = compile(&pattern).map_err(ToolError::Failed)?;
+        let cancel = ctx.cancel.clone();
+        let given = params.path.clone();
+        let found = {
+            let workspace = workspace.clone();
+            let base = base.clone();
+            blocking(move || search(&workspace, &given, &base, &matcher, &cancel)).await?
+        };
+        Ok(render(
+            &workspace,
+            &params,
+            &base,
+            found,
+            self.max_results,
+            pattern.contains('/'),
+        ))
+    }
+}
+
+/// Models sometimes put the folder into the pattern as an absolute path;
+/// a pattern under the search folder is made relative to it, any other
+/// absolute pattern is refused with what to do instead.
+fn relative_pattern(pattern: &str, base: &Path) -> Result<String, ToolError> {
+    let trimmed = pattern.trim();
+    if !trimmed.starts_with('/') {
+        return Ok(trimmed.to_string());
+    }
+    let base_text = base.to_string_lossy();
+    match trimmed
+        .strip_prefix(base_text.as_ref())
+        .and_then(|rest| rest.strip_prefix('/'))
+    {
+        Some(rest) if !rest.is_empty() => Ok(rest.to_string()),
+        _ => Err(ToolError::failed(format!(
+            "pattern {} is absolute; put the folder in `path` and give a pattern relative to it, \
+             e.g. {{\"path\": \"src\", \"pattern\": \"**/*.rs\"}}",
+            quote(trimmed)
+        ))),
+    }
+}
+
+fn render(
+    workspace: &Workspace,
+    params: &GlobParams,
+    base: &Path,
+    found: Found,
+    max_results: usize,
+    pattern_has_slash: bool,
+) -> ToolResult {
+    let folder = workspace.display(base);
+    let total = found.hits.len();
+    let unreadable = if found.unreadable > 0 {
+        format!(
+            " ({} entr{} could not be read)",
+            found.unreadable,
+            if found.unreadable == 1 { "y" } else { "ies" }
+        )
+    } else {
+        String::new()
+    };
+    if total == 0 {
+        let mut text = format!(
+            "No files match {} in {}{unreadable}. Files excluded by .gitignore/.ignore and \
+             hidden files are skipped.",
+            quote(&params.pattern),
+            quote(&folder)
+        );
+        if pattern_has_slash && folder != "." {
+            text.push_str(&format!(
+                " The pattern is matched against paths relative to {}, not to the workspace root.",
+                quote(&folder)
+            ));
+        }
+        return ToolResult::text(text);
+    }
+    let shown = total.min(max_results);
+    let mut list = String::new();
+    for hit in &found.hits[..shown] {
+        list.push_str(&workspace.display(&hit.path));
+        list.push('\n');
+    }
+    let files = if total == 1 { "file" } else { "files" };
+    let mut header = format!(
+        "{total} {files} match {} in {}, newest first{unreadable}",
+        quote(&params.pattern),
+        quote(&folder)
+    );
+    if shown < total {
+        header.push_str(&format!(
+            "; {shown} of {total} files shown (narrow `pattern` or `path` to see the rest)"
+        ));
+    }
+    ToolResult::new(
+        vec![Part::text(format!("{header}:\n{list}"))],
+        Display::Markdown {
+            markdown: format!("{header}\n\n{}", fenced("", &list)),
+        },
+    )
+}
