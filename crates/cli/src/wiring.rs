@@ -44,7 +44,7 @@ pub fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::R
     if let Some(human) = human {
         builder = builder.human(human);
     }
-    //FS let builder = gantry_fs::register(builder);
+    let builder = gantry_fs::register(builder);
     let builder = gantry_shell::register(builder);
     let builder = gantry_ask::register(builder);
     Ok(builder.build())

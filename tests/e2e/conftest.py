@@ -1,0 +1,117 @@
+"""Shared fixtures: the gantry binary, a small real workspace, and MCP
+clients from the Python `mcp` SDK (a client this project did not write)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def gantry_bin() -> str:
+    path = os.environ.get("GANTRY_BIN") or str(REPO / "target" / "debug" / "gantry")
+    if not Path(path).exists():
+        pytest.fail(f"gantry binary not found at {path}; build it with `cargo build -p gantry` or set GANTRY_BIN")
+    return path
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "main.rs").write_text('fn main() {\n    println!("hi");\n}\n')
+    (root / "README.md").write_text("# demo\n\nA small workspace.\n")
+    (root / "notes.txt").write_text("".join(f"line {i}\n" for i in range(1, 101)))
+    (root / ".gitignore").write_text("target/\n")
+    (root / "target").mkdir()
+    (root / "target" / "junk.rs").write_text("// ignored\n")
+    return root
+
+
+def env_for(tmp_home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    # Keep the user's real settings and state out of the tests.
+    env["GANTRY_HOME"] = str(tmp_home / "home")
+    env["GANTRY_STATE_DIR"] = str(tmp_home / "state")
+    return env
+
+
+def server_params(workspace: Path, *args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=gantry_bin(),
+        args=["mcp", "--root", str(workspace), *args],
+        env=env_for(workspace.parent),
+    )
+
+
+@asynccontextmanager
+async def legacy_session(workspace: Path, *args: str, elicitation=None):
+    """A handshake-era client (protocol 2025-11-25): `ClientSession` +
+    `initialize()`, eliciting by server-to-client request."""
+    async with stdio_client(server_params(workspace, *args)) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=elicitation) as session:
+            await session.initialize()
+            yield session
+
+
+def text_of(result) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_server(workspace: Path):
+    """`gantry mcp --http` on a free loopback port; yields the MCP URL."""
+    procs = []
+
+    def start(*args: str, host: str = "127.0.0.1", env_extra: dict | None = None):
+        port = free_port()
+        env = env_for(workspace.parent)
+        env.update(env_extra or {})
+        proc = subprocess.Popen(
+            [gantry_bin(), "mcp", "--root", str(workspace), "--http", f"{host}:{port}", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        procs.append(proc)
+        # The server says where it serves once it is listening.
+        deadline = time.monotonic() + 30
+        line = ""
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if "serving MCP at" in line or not line:
+                break
+        if "serving MCP at" not in line:
+            proc.kill()
+            raise RuntimeError(f"gantry --http did not start: {line}{proc.stderr.read()}")
+        return proc, f"http://127.0.0.1:{port}/mcp"
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -1,0 +1,225 @@
+"""`gantry mcp` over stdio, driven by the Python MCP SDK, in both protocol
+eras: the handshake client (2025-11-25, `elicitation/create` requests) and
+the modern auto client (2026-07-28, input-required results and retries)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import mcp
+import mcp_types as types
+import pytest
+
+from conftest import legacy_session, server_params, text_of
+
+pytestmark = pytest.mark.anyio
+
+READ_TOOLS = {"ls", "read_file", "glob"}
+
+
+def answer_with(action: str, content: dict | None = None, seen: list | None = None):
+    async def callback(context, params):
+        if seen is not None:
+            seen.append(params)
+        return types.ElicitResult(action=action, content=content)
+
+    return callback
+
+
+async def test_initialize_and_tier_filtering(workspace: Path):
+    async with legacy_session(workspace, "--tier", "read") as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert READ_TOOLS <= set(tools), tools.keys()
+        assert "shell" not in tools
+        assert tools["read_file"].annotations.read_only_hint is True
+        assert tools["read_file"].input_schema["properties"]["offset"]["type"] == "integer"
+        assert "$ref" not in str(tools["read_file"].input_schema)
+    async with legacy_session(workspace, "--tier", "exec") as session:
+        assert session.protocol_version == "2025-11-25"
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert READ_TOOLS | {"shell"} <= set(tools)
+        assert tools["shell"].annotations.destructive_hint is True
+        assert tools["shell"].annotations.read_only_hint is False
+
+
+async def test_workspace_tools_answer(workspace: Path):
+    async with legacy_session(workspace) as session:
+        listing = text_of(await session.call_tool("ls", {"path": "."}))
+        assert "src/" in listing and "README.md" in listing
+        read = text_of(await session.call_tool("read_file", {"path": "notes.txt", "offset": 10, "limit": 2}))
+        assert "line 10" in read and "line 11" in read and "line 12" not in read
+        found = text_of(await session.call_tool("glob", {"pattern": "**/*.rs"}))
+        assert "src/main.rs" in found
+        assert "junk.rs" not in found, "gitignored files are skipped"
+
+
+async def test_bad_parameters_and_paths_are_tool_errors(workspace: Path):
+    async with legacy_session(workspace) as session:
+        bad = await session.call_tool("read_file", {"path": "notes.txt", "offset": "abc"})
+        assert bad.is_error
+        assert 'offset: expected integer >= 1, got "abc"' in text_of(bad)
+        outside = await session.call_tool("read_file", {"path": "../secret"})
+        assert outside.is_error and "outside the workspace" in text_of(outside)
+        unknown = await session.call_tool("readfile", {"path": "x"})
+        assert unknown.is_error and "Did you mean `read_file`?" in text_of(unknown)
+
+
+async def test_hidden_tool_called_by_name_is_refused(workspace: Path):
+    async with legacy_session(workspace, "--tier", "read") as session:
+        refused = await session.call_tool("shell", {"command": "touch should-not-exist"})
+        assert refused.is_error
+        assert "exec tool and this surface is limited to read tools" in text_of(refused)
+    assert not (workspace / "should-not-exist").exists()
+
+
+async def test_cancellation_reaches_the_tool(workspace: Path):
+    pid_file = workspace / "child.pid"
+    async with legacy_session(workspace) as session:
+        with anyio.move_on_after(30) as outer:
+            async with anyio.create_task_group() as tg:
+
+                async def slow():
+                    await session.call_tool("shell", {"command": "sleep 300 & echo $! > child.pid; wait"})
+
+                tg.start_soon(slow)
+                with anyio.fail_after(20):
+                    while not (pid_file.exists() and pid_file.read_text().strip()):
+                        await anyio.sleep(0.02)
+                tg.cancel_scope.cancel()
+        assert not outer.cancelled_caught, "the slow call was never cancelled"
+        pid = int(pid_file.read_text())
+        with anyio.fail_after(10):
+            while _alive(pid):
+                await anyio.sleep(0.02)
+        # The session is still usable after a cancelled call.
+        assert "README.md" in text_of(await session.call_tool("ls", {}))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+async def test_ask_user_answered_through_elicitation(workspace: Path):
+    seen: list = []
+    callback = answer_with("accept", {"choice": "SQLite"}, seen)
+    async with legacy_session(workspace, elicitation=callback) as session:
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert "ask_user" in names
+        result = await session.call_tool(
+            "ask_user",
+            {"question": "Which database?", "options": [{"label": "Postgres"}, {"label": "SQLite"}]},
+        )
+        assert not result.is_error
+        assert "2. SQLite" in text_of(result)
+    assert "1. Postgres" in seen[0].message
+
+
+async def test_ask_user_declined_is_a_skip(workspace: Path):
+    async with legacy_session(workspace, elicitation=answer_with("decline")) as session:
+        result = await session.call_tool("ask_user", {"question": "Tabs or spaces?"})
+        assert not result.is_error
+        assert "do not ask this question again" in text_of(result)
+
+
+async def test_without_elicitation_ask_user_is_absent_and_fails_at_once(workspace: Path):
+    async with legacy_session(workspace) as session:
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert "ask_user" not in names
+        with anyio.fail_after(10):
+            result = await session.call_tool("ask_user", {"question": "anyone?"})
+        assert result.is_error and "not available" in text_of(result)
+
+
+async def test_confirmation_under_default_approval(workspace: Path):
+    seen: list = []
+    async with legacy_session(workspace, "--approval", "default", elicitation=answer_with("accept", {"approve": True}, seen)) as session:
+        result = await session.call_tool("shell", {"command": "echo yes > accepted.txt"})
+        assert not result.is_error, text_of(result)
+    assert (workspace / "accepted.txt").read_text() == "yes\n"
+    assert "echo yes > accepted.txt" in seen[0].message
+    async with legacy_session(workspace, "--approval", "default", elicitation=answer_with("decline")) as session:
+        result = await session.call_tool("shell", {"command": "echo no > refused.txt"})
+        assert result.is_error and "declined" in text_of(result)
+        # Read tools are never confirmed.
+        assert not (await session.call_tool("ls", {})).is_error
+    assert not (workspace / "refused.txt").exists()
+    # No elicitation at all: fail closed.
+    async with legacy_session(workspace, "--approval", "default") as session:
+        result = await session.call_tool("shell", {"command": "echo x > nobody.txt"})
+        assert result.is_error and "no person is wired" in text_of(result)
+    assert not (workspace / "nobody.txt").exists()
+
+
+async def test_modern_client_elicits_by_input_required_round_trip(workspace: Path):
+    """`mcp.Client` in auto mode negotiates 2026-07-28, where the server may
+    not send requests; questions come back as input-required results and the
+    client retries with the answers."""
+    seen: list = []
+    client = mcp.Client(
+        server_params(workspace, "--approval", "default"),
+        elicitation_callback=answer_with("accept", {"choice": "b", "approve": True}, seen),
+    )
+    async with client:
+        assert client.protocol_version == "2026-07-28"
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "ask_user" in names
+        result = await client.call_tool(
+            "ask_user", {"question": "Pick", "options": [{"label": "a"}, {"label": "b"}]}
+        )
+        assert not result.is_error, text_of(result)
+        assert "2. b" in text_of(result)
+        confirmed = await client.call_tool("shell", {"command": "echo modern > modern.txt"})
+        assert not confirmed.is_error, text_of(confirmed)
+    assert (workspace / "modern.txt").read_text() == "modern\n"
+    assert len(seen) == 2
+
+
+async def test_modern_client_decline_refuses(workspace: Path):
+    client = mcp.Client(server_params(workspace, "--approval", "default"), elicitation_callback=answer_with("decline"))
+    async with client:
+        result = await client.call_tool("shell", {"command": "echo no > modern-refused.txt"})
+        assert result.is_error and "declined" in text_of(result)
+    assert not (workspace / "modern-refused.txt").exists()
+
+
+async def test_modern_client_without_elicitation(workspace: Path):
+    async with mcp.Client(server_params(workspace)) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "ask_user" not in names and "read_file" in names
+        result = await client.call_tool("ask_user", {"question": "anyone?"})
+        assert result.is_error and "not available" in text_of(result)
+        read = await client.call_tool("read_file", {"path": "README.md"})
+        assert "A small workspace." in text_of(read)
+
+
+async def test_forged_request_state_is_refused(workspace: Path):
+    """Answers sent with a retry are bound to the call that asked for them."""
+    async with mcp.Client(server_params(workspace, "--approval", "default"), elicitation_callback=answer_with("accept")) as client:
+        first = await client.session.call_tool(
+            "shell", {"command": "echo a > a.txt"}, allow_input_required=True
+        )
+        assert isinstance(first, types.InputRequiredResult)
+        responses = {key: {"action": "accept", "content": {"approve": True}} for key in first.input_requests}
+        forged = await client.session.call_tool(
+            "shell",
+            {"command": "echo b > b.txt"},
+            input_responses=responses,
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert forged.is_error and "belong to a different call" in text_of(forged)
+    assert not (workspace / "b.txt").exists() and not (workspace / "a.txt").exists()
+
+
+async def test_logs_never_reach_the_protocol_stream(workspace: Path, tmp_path: Path):
+    log = tmp_path / "gantry.log"
+    async with legacy_session(workspace, "-vv", "--log-file", str(log)) as session:
+        await session.list_tools()
+        await session.call_tool("ls", {})
+    assert log.exists() and log.stat().st_size > 0
