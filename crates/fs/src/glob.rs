@@ -9,7 +9,7 @@ use gantry_core::{
     CancellationToken, Display, Part, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
     Workspace,
 };
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -74,7 +74,10 @@ impl Glob {
 
 /// How the pattern is applied to each file.
 struct Matcher {
-    glob: GlobMatcher,
+    /// A set of one: a set picks a literal, extension or suffix strategy
+    /// where it can (`**/*.rs` is an extension check), a lone matcher
+    /// always runs the regex.
+    glob: GlobSet,
     /// Match the file name only (the pattern has no `/`).
     name_only: bool,
     /// The pattern names hidden files, so they must be walked.
@@ -92,8 +95,12 @@ fn compile(pattern: &str) -> Result<Matcher, String> {
     let wants_hidden = pattern
         .split('/')
         .any(|part| part.starts_with('.') && part != "." && part != "..");
+    let set = GlobSetBuilder::new()
+        .add(glob)
+        .build()
+        .map_err(|e| format!("pattern: {e}"))?;
     Ok(Matcher {
-        glob: glob.compile_matcher(),
+        glob: set,
         name_only: !pattern.contains('/'),
         wants_hidden,
     })
@@ -245,10 +252,12 @@ fn search(
         .hits
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Ties by the path's bytes: `Path`'s own ordering walks components
+    // and costs several times more on a tree of same-second checkouts.
     hits.sort_unstable_by(|a, b| {
         b.modified
             .cmp(&a.modified)
-            .then_with(|| a.path.cmp(&b.path))
+            .then_with(|| a.path.as_os_str().cmp(b.path.as_os_str()))
     });
     Ok(Found {
         hits,
