@@ -300,24 +300,23 @@ impl Tool for Glob {
 
     async fn execute(&self, params: GlobParams, ctx: ToolContext) -> Result<ToolResult, ToolError> {
         let workspace = ctx.run.workspace().clone();
-        let base = workspace.resolve(&params.path)?;
-        let pattern = relative_pattern(&params.pattern, &base)?;
-        let matcher = compile(&pattern).map_err(ToolError::Failed)?;
         let cancel = ctx.cancel.clone();
-        let given = params.path.clone();
-        let found = {
-            let workspace = workspace.clone();
-            let base = base.clone();
-            blocking(move || search(&workspace, &given, &base, &matcher, &cancel)).await?
-        };
-        Ok(render(
-            &workspace,
-            &params,
-            &base,
-            found,
-            self.max_results,
-            pattern.contains('/'),
-        ))
+        let max_results = self.max_results;
+        blocking(move || {
+            let base = workspace.resolve(&params.path)?;
+            let pattern = relative_pattern(&params.pattern, &base)?;
+            let matcher = compile(&pattern).map_err(ToolError::Failed)?;
+            let found = search(&workspace, &params.path, &base, &matcher, &cancel)?;
+            Ok(render(
+                &workspace,
+                &params,
+                &base,
+                found,
+                max_results,
+                pattern.contains('/'),
+            ))
+        })
+        .await
     }
 }
 

@@ -255,8 +255,13 @@ impl Tool for Ls {
     async fn execute(&self, params: LsParams, ctx: ToolContext) -> Result<ToolResult, ToolError> {
         let workspace = ctx.run.workspace().clone();
         let ignore = compile_ignore(&params.ignore).map_err(ToolError::Failed)?;
-        let dir = workspace.resolve(&params.path)?;
-        let listing = blocking(move || list(&workspace, &params.path, &dir, &ignore)).await?;
+        // Resolving touches the disk (symlinks are followed), so it runs
+        // off the runtime too.
+        let listing = blocking(move || {
+            let dir = workspace.resolve(&params.path)?;
+            list(&workspace, &params.path, &dir, &ignore)
+        })
+        .await?;
         Ok(render(&listing))
     }
 }

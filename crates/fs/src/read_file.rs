@@ -100,9 +100,12 @@ impl Tool for ReadFile {
         ctx: ToolContext,
     ) -> Result<ToolResult, ToolError> {
         let workspace = ctx.run.workspace().clone();
-        let path = workspace.resolve(&params.path)?;
         let cancel = ctx.cancel.clone();
-        blocking(move || read(&workspace, &params, &path, &cancel)).await
+        blocking(move || {
+            let path = workspace.resolve(&params.path)?;
+            read(&workspace, &params, &path, &cancel)
+        })
+        .await
     }
 }
 
