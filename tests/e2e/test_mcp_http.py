@@ -1,0 +1,107 @@
+"""`gantry mcp --http`: streamable HTTP, one run per MCP session, Origin
+checked, bearer token required beyond loopback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import httpx2
+import mcp
+import mcp_types as types
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from conftest import env_for, free_port, gantry_bin, text_of
+
+pytestmark = pytest.mark.anyio
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def test_legacy_sessions_are_separate_runs(workspace: Path, http_server):
+    _, url = http_server()
+
+    async def accept(context, params):
+        return types.ElicitResult(action="accept", content={"choice": "yes"})
+
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=accept) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert {"ls", "read_file", "glob", "shell", "ask_user"} <= names
+            read = await session.call_tool("read_file", {"path": "README.md"})
+            assert "A small workspace." in text_of(read)
+            bad = await session.call_tool("read_file", {"path": "README.md", "limit": 0})
+            assert bad.is_error and "limit: expected integer >= 1, got 0" in text_of(bad)
+            started = await session.call_tool("shell", {"command": "sleep 300", "is_background": True})
+            assert "bg_1" in text_of(started)
+            answered = await session.call_tool(
+                "ask_user", {"question": "Go?", "options": [{"label": "yes"}, {"label": "no"}]}
+            )
+            assert "1. yes" in text_of(answered)
+            # A second session is its own run: it has no background job bg_1.
+            async with streamable_http_client(url) as (read2, write2):
+                async with ClientSession(read2, write2) as other:
+                    await other.initialize()
+                    names2 = {t.name for t in (await other.list_tools()).tools}
+                    assert "ask_user" not in names2, "this client declared no elicitation"
+                    poll = await other.call_tool("shell", {"handle": "bg_1"})
+                    assert poll.is_error and "no background job" in text_of(poll)
+            poll = await session.call_tool("shell", {"handle": "bg_1", "kill": True})
+            assert "killed by signal 9" in text_of(poll)
+
+
+async def test_modern_client_over_http(workspace: Path, http_server):
+    _, url = http_server("--tier", "read")
+    async with mcp.Client(url) as client:
+        assert client.protocol_version == "2026-07-28"
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "read_file" in names and "shell" not in names
+        result = await client.call_tool("glob", {"pattern": "*.md"})
+        assert "README.md" in text_of(result)
+
+
+async def test_foreign_origin_is_refused(workspace: Path, http_server):
+    _, url = http_server()
+    async with httpx2.AsyncClient() as http:
+        evil = await http.post(url, json=INIT, headers={**HEADERS, "Origin": "http://evil.example"})
+        assert evil.status_code == 403, evil.text
+        local = await http.post(url, json=INIT, headers={**HEADERS, "Origin": "http://localhost:5173"})
+        assert local.status_code == 200, local.text
+        rebound = await http.post(url, json=INIT, headers={**HEADERS, "Host": "evil.example"})
+        assert rebound.status_code in (403, 421), rebound.text
+
+
+async def test_token_required_beyond_loopback(workspace: Path, http_server):
+    port = free_port()
+    refused = subprocess.run(
+        [gantry_bin(), "mcp", "--root", str(workspace), "--http", f"0.0.0.0:{port}"],
+        env={k: v for k, v in env_for(workspace.parent).items() if k != "GANTRY_HTTP_TOKEN"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert refused.returncode != 0
+    assert "bearer token" in refused.stderr
+
+    _, url = http_server(host="0.0.0.0", env_extra={"GANTRY_HTTP_TOKEN": "s3cret"})
+    async with httpx2.AsyncClient() as http:
+        anonymous = await http.post(url, json=INIT, headers=HEADERS)
+        assert anonymous.status_code == 401
+        wrong = await http.post(url, json=INIT, headers={**HEADERS, "Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        right = await http.post(url, json=INIT, headers={**HEADERS, "Authorization": "Bearer s3cret"})
+        assert right.status_code == 200, right.text
