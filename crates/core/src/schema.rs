@@ -232,10 +232,8 @@ pub fn describe(schema: &Value) -> String {
         }
         bounds.push(format!("of at least {min} characters"));
     }
-    if kind == "array" {
-        if let Some(items) = schema.get("items") {
-            return format!("array of {}", describe(items));
-        }
+    if let Some(items) = schema.get("items").filter(|_| kind == "array") {
+        return format!("array of {}", describe(items));
     }
     if bounds.is_empty() {
         kind
