@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import anyio
 import httpx2
 import mcp
 import mcp_types as types
@@ -105,3 +106,28 @@ async def test_token_required_beyond_loopback(workspace: Path, http_server):
         assert wrong.status_code == 401
         right = await http.post(url, json=INIT, headers={**HEADERS, "Authorization": "Bearer s3cret"})
         assert right.status_code == 200, right.text
+
+
+async def test_idle_session_ends_its_run(workspace: Path, http_server):
+    """A session nobody talks to expires, and its run's processes go with it."""
+    _, url = http_server("--idle-timeout", "1")
+    async with streamable_http_client(url, terminate_on_close=False) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("shell", {"command": "echo $$ > idle.pid; sleep 300", "is_background": True})
+    pid_file = workspace / "idle.pid"
+    with anyio.fail_after(10):
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            await anyio.sleep(0.02)
+    pid = int(pid_file.read_text())
+    with anyio.fail_after(20):
+        while _alive(pid):
+            await anyio.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"

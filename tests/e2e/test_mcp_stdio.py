@@ -223,3 +223,33 @@ async def test_logs_never_reach_the_protocol_stream(workspace: Path, tmp_path: P
         await session.list_tools()
         await session.call_tool("ls", {})
     assert log.exists() and log.stat().st_size > 0
+
+
+def _png(width: int, height: int) -> bytes:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    raw = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
+async def test_images_come_back_as_image_content(workspace: Path):
+    import base64
+
+    png = _png(3, 2)
+    (workspace / "dot.png").write_bytes(png)
+    async with legacy_session(workspace) as session:
+        result = await session.call_tool("read_file", {"path": "dot.png"})
+        assert not result.is_error
+        images = [c for c in result.content if c.type == "image"]
+        assert len(images) == 1 and images[0].mime_type == "image/png"
+        assert base64.b64decode(images[0].data) == png

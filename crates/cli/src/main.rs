@@ -66,9 +66,9 @@ enum Command {
         /// Extra browser origin allowed to call --http (loopback origins always are).
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origins: Vec<String>,
-        /// Minutes of inactivity after which an HTTP session and its run end.
-        #[arg(long, default_value_t = 30)]
-        idle_minutes: u64,
+        /// Seconds of inactivity after which an HTTP session and its run end.
+        #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
+        idle_timeout: u64,
     },
     /// List the tools a surface would see, with their schemas under --json.
     Tools {
@@ -166,7 +166,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             http,
             token,
             allow_origins,
-            idle_minutes,
+            idle_timeout,
         } => {
             let config = config(surface.surface(ApprovalMode::Client));
             // Fail now, not at the first client request, on a bad root or settings.
@@ -181,7 +181,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                         addr,
                         token,
                         allowed_origins: allow_origins,
-                        idle: Duration::from_secs(idle_minutes.max(1) * 60),
+                        idle: Duration::from_secs(idle_timeout.max(1)),
                         cancel: cancel.clone(),
                     };
                     let server = gantry_mcp::serve_http(factory, instructions, options);
