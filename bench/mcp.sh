@@ -11,5 +11,5 @@ if [ ! -f "$peer_dir/node_modules/@modelcontextprotocol/server-filesystem/dist/i
 fi
 cargo build --release -q -p gantry
 python3 bench/mcp_client.py \
-  --gantry target/release/gantry \
+  --gantry "$PWD/target/release/gantry" \
   --peer-js "$peer_dir/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" "$@"

@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import env_for, free_port, gantry_bin, text_of
+from conftest import process_alive, env_for, free_port, gantry_bin, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -121,13 +121,6 @@ async def test_idle_session_ends_its_run(workspace: Path, http_server):
             await anyio.sleep(0.02)
     pid = int(pid_file.read_text())
     with anyio.fail_after(20):
-        while _alive(pid):
+        while process_alive(pid):
             await anyio.sleep(0.05)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"

@@ -12,7 +12,7 @@ import mcp
 import mcp_types as types
 import pytest
 
-from conftest import legacy_session, server_params, text_of
+from conftest import process_alive, legacy_session, server_params, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -91,18 +91,11 @@ async def test_cancellation_reaches_the_tool(workspace: Path):
         assert not outer.cancelled_caught, "the slow call was never cancelled"
         pid = int(pid_file.read_text())
         with anyio.fail_after(10):
-            while _alive(pid):
+            while process_alive(pid):
                 await anyio.sleep(0.02)
         # The session is still usable after a cancelled call.
         assert "README.md" in text_of(await session.call_tool("ls", {}))
 
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
 
 
 async def test_ask_user_answered_through_elicitation(workspace: Path):

@@ -178,39 +178,21 @@ impl Tool for Shell {
         let mut guard = process::GroupGuard(running.pgid());
         let started = Instant::now();
         let finished = tokio::time::timeout(timeout, running.wait()).await;
+        if finished.is_err() {
+            let _ = running.kill().await;
+        }
+        guard.disarm();
+        let output = running.output_text();
         let status = match finished {
             Ok(status) => status?,
             Err(_) => {
-                let _ = running.kill().await;
-                guard.0 = 0;
-                let output = running
-                    .output
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .render();
                 return Err(ToolError::failed(format!(
                     "`{command}` timed out after {} s; it and every process it started were killed. \
                      For long-running commands use is_background, or a larger timeout (max {MAX_TIMEOUT}).\n\
-                     Output before the timeout:\n{}",
+                     Output before the timeout:\n{output}",
                     timeout.as_secs(),
-                    if output.is_empty() {
-                        "(none)".into()
-                    } else {
-                        output
-                    }
                 )));
             }
-        };
-        guard.0 = 0;
-        let output = running
-            .output
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .render();
-        let output = if output.is_empty() {
-            "(no output)".to_string()
-        } else {
-            output
         };
         Ok(ToolResult::text(format!(
             "$ {command}\n{output}\n[{} after {:.1} s, in {shown_dir}]",

@@ -30,6 +30,14 @@ pub struct Running {
 /// pipeline drops) leaves nothing behind.
 pub struct GroupGuard(pub i32);
 
+impl GroupGuard {
+    /// The group ended normally; nothing left to kill (and its id may be
+    /// reused by another group soon).
+    pub fn disarm(&mut self) {
+        self.0 = 0;
+    }
+}
+
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         kill_group(self.0);
@@ -110,6 +118,20 @@ impl Running {
             let _ = reader.await;
         }
         Ok(status)
+    }
+
+    /// Everything captured so far, or `(no output)`.
+    pub fn output_text(&self) -> String {
+        let output = self
+            .output
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .render();
+        if output.is_empty() {
+            "(no output)".into()
+        } else {
+            output
+        }
     }
 
     /// The exit status if the leader already exited.
