@@ -55,6 +55,7 @@ pub mod suggest;
 pub mod tier;
 pub mod tool;
 pub mod workspace;
+pub mod write;
 
 pub use async_trait::async_trait;
 pub use human::{Answer, Choice, Confirmation, Human, HumanError, Question};
@@ -67,6 +68,7 @@ pub use tier::{ApprovalMode, Tier};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DynTool, Prepared, Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};
 pub use workspace::{PathError, Workspace};
+pub use write::{Applied, ChangeSet, WriteError, WriteHook};
 
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,7 @@ use crate::settings::Settings;
 use crate::tier::{ApprovalMode, Tier};
 use crate::tool::DynTool;
 use crate::workspace::Workspace;
+use crate::write::{WriteHook, WriteHooks};
 
 /// Something a run owns and must end: a language server, a kernel, a
 /// background job table.
@@ -78,6 +79,8 @@ pub(crate) struct RunInner {
     resources: Mutex<Vec<Arc<dyn Resource>>>,
     notices: Mutex<Vec<String>>,
     instructions: Vec<String>,
+    pub(crate) write_lock: Arc<tokio::sync::Mutex<()>>,
+    pub(crate) write_hooks: WriteHooks,
 }
 
 impl Drop for RunInner {
@@ -115,6 +118,7 @@ impl Run {
             human: None,
             resources: Vec::new(),
             instructions: Vec::new(),
+            write_hooks: Vec::new(),
         }
     }
 
@@ -204,6 +208,7 @@ pub struct RunBuilder {
     human: Option<Arc<dyn Human>>,
     resources: Vec<Arc<dyn Resource>>,
     instructions: Vec<String>,
+    write_hooks: WriteHooks,
 }
 
 impl RunBuilder {
@@ -276,6 +281,13 @@ impl RunBuilder {
         self
     }
 
+    /// Adds a hook every write of the run goes through (see
+    /// [`crate::write`]); hooks run in the order added.
+    pub fn write_hook(mut self, hook: Arc<dyn WriteHook>) -> Self {
+        self.write_hooks.push(hook);
+        self
+    }
+
     /// Finishes wiring.
     pub fn build(self) -> Run {
         Run {
@@ -288,6 +300,8 @@ impl RunBuilder {
                 resources: Mutex::new(self.resources),
                 notices: Mutex::new(Vec::new()),
                 instructions: self.instructions,
+                write_lock: Arc::default(),
+                write_hooks: self.write_hooks,
             }),
         }
     }

@@ -254,7 +254,7 @@ mod tests {
             "bad.json",
             "{\n  \"web\": {\n    \"a\": 1,\n  }\n}",
         );
-        let err = Settings::load_files(&[bad.clone()])
+        let err = Settings::load_files(std::slice::from_ref(&bad))
             .unwrap_err()
             .to_string();
         assert!(

@@ -363,7 +363,7 @@ fn spawn_sleeper() -> Arc<ChildProcess> {
 fn alive(pid: u32) -> bool {
     // A zombie is dead for our purposes: its state letter is Z.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| !stat.split_whitespace().nth(2).is_some_and(|s| s == "Z"))
+        .map(|stat| stat.split_whitespace().nth(2).is_none_or(|s| s != "Z"))
         .unwrap_or(false)
 }
 

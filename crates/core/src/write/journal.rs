@@ -1,0 +1,333 @@
+//! The per-root state of the write path, kept in Gantry's state directory
+//! (never the workspace): the lock two processes take before touching the
+//! root, and the journals of applies that have not finished.
+//!
+//! A journal lists every temp file, rename and delete of one apply. It is
+//! first written as `<id>.pending` (before any temp file exists) and then
+//! atomically renamed to `<id>.committed` once every temp file is durable.
+//! Whoever holds the root's lock and finds a journal knows its writer died:
+//! a committed one is finished (its renames and deletes, each skipped when
+//! already done), a pending one is rolled back (its temp files and the
+//! directories made for them removed).
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use super::change::ContentHash;
+use crate::settings::state_dir;
+
+const PENDING: &str = "pending";
+const COMMITTED: &str = "committed";
+
+/// Numbers journals and temp files of this process apart.
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// A name no other apply (in this or another process) uses.
+pub(crate) fn unique_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "{}-{nanos}-{}",
+        std::process::id(),
+        SEQUENCE.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Where Gantry keeps the lock and journals of `root`: one directory per
+/// root under the state directory, named by a hash of the canonical root.
+pub(crate) fn root_state_dir(root: &Path) -> PathBuf {
+    let key = ContentHash::of(root.as_os_str().as_encoded_bytes()).to_string();
+    state_dir().join("roots").join(&key[..32])
+}
+
+/// The root's state directory, created on first use.
+pub(crate) struct RootState {
+    dir: PathBuf,
+}
+
+/// Held while a process applies or recovers; released when dropped (or
+/// when the process dies, which is what makes a found journal abandoned).
+pub(crate) struct RootLock {
+    _file: File,
+}
+
+impl RootState {
+    /// Opens (creating) the state directory of `root`.
+    pub(crate) fn create(root: &Path) -> io::Result<Self> {
+        let dir = root_state_dir(root);
+        fs::create_dir_all(&dir)?;
+        let note = dir.join("root");
+        if !note.exists() {
+            // For people looking at the state directory: which root is this.
+            fs::write(&note, root.as_os_str().as_encoded_bytes())?;
+        }
+        Ok(RootState { dir })
+    }
+
+    /// Opens the state directory of `root` only if some process made it.
+    pub(crate) fn existing(root: &Path) -> Option<Self> {
+        let dir = root_state_dir(root);
+        dir.is_dir().then_some(RootState { dir })
+    }
+
+    /// Takes the root's lock, waiting for another process to release it.
+    pub(crate) fn lock(&self) -> io::Result<RootLock> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join("lock"))?;
+        file.lock()?;
+        Ok(RootLock { _file: file })
+    }
+
+    /// Writes `journal` as pending, durably, before any temp file exists.
+    pub(crate) fn write_pending(&self, id: &str, journal: &Journal) -> io::Result<PendingJournal> {
+        let path = self.dir.join(format!("{id}.{PENDING}"));
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        file.write_all(&serde_json::to_vec(journal)?)?;
+        file.sync_all()?;
+        sync_dir(&self.dir)?;
+        Ok(PendingJournal {
+            dir: self.dir.clone(),
+            id: id.to_string(),
+        })
+    }
+
+    /// Finishes committed journals and rolls back pending ones. The caller
+    /// holds the lock.
+    pub(crate) fn recover_locked(&self) -> io::Result<RecoveryReport> {
+        let mut report = RecoveryReport::default();
+        let mut journals: Vec<PathBuf> = fs::read_dir(&self.dir)?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| {
+                matches!(
+                    path.extension().and_then(|e| e.to_str()),
+                    Some(PENDING | COMMITTED)
+                )
+            })
+            .collect();
+        journals.sort();
+        for path in journals {
+            let committed = path.extension().is_some_and(|e| e == COMMITTED);
+            let journal = fs::read(&path)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<Journal>(&bytes).ok());
+            match (journal, committed) {
+                (Some(journal), true) => {
+                    journal.finish()?;
+                    report.completed.extend(journal.paths());
+                }
+                (Some(journal), false) => {
+                    report.rolled_back.extend(journal.roll_back());
+                }
+                // A pending journal cut short by the crash: no temp file was
+                // made before it was durable, so there is nothing to undo.
+                (None, false) => {}
+                (None, true) => {
+                    let aside = path.with_extension("unreadable");
+                    fs::rename(&path, &aside)?;
+                    report.unreadable.push(aside);
+                    continue;
+                }
+            }
+            fs::remove_file(&path)?;
+        }
+        Ok(report)
+    }
+}
+
+/// A journal written as pending, to be committed or rolled back.
+pub(crate) struct PendingJournal {
+    dir: PathBuf,
+    id: String,
+}
+
+impl PendingJournal {
+    fn path(&self, state: &str) -> PathBuf {
+        self.dir.join(format!("{}.{state}", self.id))
+    }
+
+    /// Marks the journal committed: from here on the apply is finished by
+    /// whoever finds it.
+    pub(crate) fn commit(self) -> io::Result<CommittedJournal> {
+        fs::rename(self.path(PENDING), self.path(COMMITTED))?;
+        sync_dir(&self.dir)?;
+        Ok(CommittedJournal { inner: self })
+    }
+
+    /// Drops a journal whose apply was undone.
+    pub(crate) fn discard(self) -> io::Result<()> {
+        fs::remove_file(self.path(PENDING))
+    }
+}
+
+/// A committed journal, removed once every rename and delete is done.
+pub(crate) struct CommittedJournal {
+    inner: PendingJournal,
+}
+
+impl CommittedJournal {
+    /// Removes the journal. Not synced: the next apply's own journal syncs
+    /// the directory before it touches a file, and replaying a finished
+    /// journal changes nothing.
+    pub(crate) fn remove(self) -> io::Result<()> {
+        fs::remove_file(self.inner.path(COMMITTED))
+    }
+}
+
+/// One rename of an apply: a temp file onto its target.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Rename {
+    pub(crate) temp: PathBuf,
+    pub(crate) target: PathBuf,
+}
+
+/// What one apply does, in the order it does it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Journal {
+    /// Directories made for new files, outermost first.
+    pub(crate) dirs: Vec<PathBuf>,
+    pub(crate) renames: Vec<Rename>,
+    pub(crate) deletes: Vec<PathBuf>,
+}
+
+impl Journal {
+    /// Does what is left of a committed apply. Every step is skipped when
+    /// already done, so finishing twice is harmless.
+    pub(crate) fn finish(&self) -> io::Result<()> {
+        for rename in &self.renames {
+            if fs::symlink_metadata(&rename.temp).is_ok() {
+                fs::rename(&rename.temp, &rename.target)?;
+            }
+        }
+        for path in &self.deletes {
+            remove_if_present(path)?;
+        }
+        self.sync_parents()
+    }
+
+    /// Undoes an uncommitted apply: its temp files and new directories go.
+    /// Returns the temp files that were there.
+    pub(crate) fn roll_back(&self) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        for rename in &self.renames {
+            if fs::remove_file(&rename.temp).is_ok() {
+                removed.push(rename.temp.clone());
+            }
+        }
+        // Only empty ones: anything put there since is not ours to remove.
+        for dir in self.dirs.iter().rev() {
+            let _ = fs::remove_dir(dir);
+        }
+        removed
+    }
+
+    /// Makes the renames and deletes durable.
+    pub(crate) fn sync_parents(&self) -> io::Result<()> {
+        let mut parents: Vec<&Path> = self
+            .renames
+            .iter()
+            .map(|r| r.target.as_path())
+            .chain(self.deletes.iter().map(PathBuf::as_path))
+            .filter_map(Path::parent)
+            .collect();
+        parents.sort();
+        parents.dedup();
+        parents.into_iter().try_for_each(sync_dir)
+    }
+
+    fn paths(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        self.renames
+            .iter()
+            .map(|r| r.target.clone())
+            .chain(self.deletes.iter().cloned())
+    }
+}
+
+/// Removes a file or link; absent is fine.
+pub(crate) fn remove_if_present(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Makes a directory's entries durable (a rename or a new file in it).
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+/// What [`recover`](super::recover) found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Files of interrupted writes that were committed and are now
+    /// finished (their new content is in place, or they are deleted).
+    pub completed: Vec<PathBuf>,
+    /// Temp files of interrupted writes that were not committed and are
+    /// now removed; their targets kept the old content.
+    pub rolled_back: Vec<PathBuf>,
+    /// Journals that could not be read, set aside beside where they were
+    /// for a person to look at.
+    pub unreadable: Vec<PathBuf>,
+}
+
+impl RecoveryReport {
+    /// Whether there was nothing to recover.
+    pub fn is_empty(&self) -> bool {
+        self.completed.is_empty() && self.rolled_back.is_empty() && self.unreadable.is_empty()
+    }
+}
+
+impl fmt::Display for RecoveryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return f.write_str("no interrupted write");
+        }
+        let list = |paths: &[PathBuf]| {
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut parts = Vec::new();
+        if !self.completed.is_empty() {
+            parts.push(format!(
+                "finished an interrupted write of {}",
+                list(&self.completed)
+            ));
+        }
+        if !self.rolled_back.is_empty() {
+            parts.push(format!(
+                "rolled back an uncommitted write (removed {})",
+                list(&self.rolled_back)
+            ));
+        }
+        if !self.unreadable.is_empty() {
+            parts.push(format!(
+                "set aside unreadable journals: {}",
+                list(&self.unreadable)
+            ));
+        }
+        f.write_str(&parts.join("; "))
+    }
+}
