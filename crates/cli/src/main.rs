@@ -173,7 +173,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             wiring::open(&config.root)?;
             let factory: gantry_mcp::RunFactory =
                 Arc::new(move |human| wiring::build_run(&config, human));
-            let instructions = String::new();
+            let instructions = gantry_memory::instructions(&root);
             match http {
                 Some(addr) => {
                     let cancel = gantry_core::CancellationToken::new();
@@ -278,7 +278,7 @@ fn print_tools(run: &Run, json: bool) -> anyhow::Result<()> {
     }
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
     for tool in &tools {
-        let first = tool.description.split(". ").next().unwrap_or_default();
+        let first = first_sentence(&tool.description);
         writeln!(
             out,
             "{:width$}  {:5}  {first}",
@@ -287,6 +287,18 @@ fn print_tools(run: &Run, json: bool) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The description up to the first full stop that ends a sentence (not the
+/// one in "e.g. " or "1.2").
+fn first_sentence(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    for (i, _) in text.match_indices(". ") {
+        if bytes.get(i + 2).is_some_and(u8::is_ascii_uppercase) {
+            return &text[..i];
+        }
+    }
+    text.trim_end_matches('.')
 }
 
 fn print_call(outcome: Result<ToolResult, CallError>, json: bool) -> std::process::ExitCode {

@@ -8,7 +8,11 @@ use gantry_core::{Human, Run, Settings, Surface, Workspace};
 
 /// Top-level settings keys some part of Gantry reads; anything else is
 /// warned about as likely a typo.
-const KNOWN_SETTINGS: &[&str] = &["extraRoots", gantry_ask::SETTINGS_SECTION];
+const KNOWN_SETTINGS: &[&str] = &[
+    "extraRoots",
+    gantry_ask::SETTINGS_SECTION,
+    gantry_web::SETTINGS_SECTION,
+];
 
 /// What a front end asks for when it opens a run.
 #[derive(Debug, Clone)]
@@ -29,22 +33,28 @@ pub fn open(root: &Path) -> anyhow::Result<(Workspace, Settings)> {
         );
     }
     let extra: Vec<PathBuf> = settings.section("extraRoots")?;
-    let workspace = Workspace::new(root)
-        .with_context(|| format!("cannot open workspace {}", root.display()))?
-        .with_extra_roots(extra);
+    // Opening a root first finishes or rolls back a write a dead process
+    // left behind, before any tool reads a file.
+    let (workspace, _recovered) = gantry_core::write::open_workspace(root)
+        .with_context(|| format!("cannot open workspace {}", root.display()))?;
+    let workspace = workspace.with_extra_roots(extra);
     Ok((workspace, settings))
 }
 
 /// Builds a run with every family whose resource can be wired here.
 pub fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::Result<Run> {
     let (workspace, settings) = open(&config.root)?;
+    let instructions = gantry_memory::instructions(workspace.root());
     let mut builder = Run::builder(workspace)
         .settings(settings)
-        .surface(config.surface);
+        .surface(config.surface)
+        .instructions(instructions);
     if let Some(human) = human {
         builder = builder.human(human);
     }
     let builder = gantry_fs::register(builder);
+    let builder = gantry_memory::register(builder);
+    let builder = gantry_web::register(builder);
     let builder = gantry_shell::register(builder);
     let builder = gantry_ask::register(builder);
     Ok(builder.build())

@@ -202,6 +202,14 @@ pub fn describe(schema: &Value) -> String {
     }
     for key in ["anyOf", "oneOf"] {
         if let Some(options) = schema.get(key).and_then(Value::as_array) {
+            // Documented enum variants come as one `const` per variant.
+            let constants: Option<Vec<String>> = options
+                .iter()
+                .map(|o| o.get("const").map(Value::to_string))
+                .collect();
+            if let Some(constants) = constants {
+                return format!("one of {}", constants.join(", "));
+            }
             let list: Vec<String> = options.iter().map(describe).collect();
             return list.join(" or ");
         }

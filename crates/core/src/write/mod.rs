@@ -250,3 +250,23 @@ pub fn open_workspace(root: impl AsRef<Path>) -> io::Result<(Workspace, Recovery
 
 /// Shared by the run: the lock its writes take and the hooks they run.
 pub(crate) type WriteHooks = Vec<Arc<dyn WriteHook>>;
+
+/// Applies `changes` under another root than a run's workspace, with the
+/// same all-or-nothing, journaled apply and per-root lock, but no run lock
+/// and no hooks. For files Gantry itself keeps outside any workspace (the
+/// user's `~/.gantry/GANTRY.md`); workspace files go through [`Run::apply`].
+pub async fn apply_at(workspace: &Workspace, changes: ChangeSet) -> Result<Applied, WriteError> {
+    if changes.is_empty() {
+        return Ok(Applied::default());
+    }
+    let owned = workspace.clone();
+    let outcome = tokio::task::spawn_blocking(move || apply::apply(&owned, changes.into_changes()))
+        .await
+        .map_err(|e| {
+            WriteError::io_at(workspace.root(), "apply a change in", io::Error::other(e))
+        })?;
+    Ok(Applied {
+        changes: outcome?,
+        notes: Vec::new(),
+    })
+}
