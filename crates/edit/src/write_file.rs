@@ -1,0 +1,146 @@
+//! `write_file`: a whole file's content, created or replaced.
+
+use gantry_core::write::{ChangeKind, ChangeSet};
+use gantry_core::{
+    Confirmation, Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
+    async_trait,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::report::{self, FileReport};
+use crate::text::plural;
+
+/// Writes a whole file.
+pub struct WriteFile;
+
+/// Parameters of `write_file`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileParams {
+    /// The file to write: workspace-relative (`src/main.rs`) or absolute
+    /// inside the workspace. Missing parent directories are created.
+    pub path: String,
+    /// The complete new content of the file, exactly as it should be on
+    /// disk.
+    pub content: String,
+}
+
+const DESCRIPTION: &str = "\
+Writes a file in the workspace: creates it (with any missing parent directories) or replaces \
+its entire content with `content`, written exactly as given. To change part of an existing \
+file, prefer `edit` (or `apply_patch` for several places or files): it cannot drop content you \
+did not mean to touch. The result says whether the file was created or overwritten, with line \
+counts and the diff of an overwrite.";
+
+impl WriteFile {
+    fn plan(
+        run: &Run,
+        params: &WriteFileParams,
+    ) -> impl FnOnce() -> Result<ChangeSet, ToolError> + use<> {
+        let workspace = run.workspace().clone();
+        let params = params.clone();
+        move || {
+            let path = workspace.resolve(&params.path)?;
+            let mut changes = ChangeSet::new();
+            if std::fs::read(&path).is_ok_and(|now| now == params.content.as_bytes()) {
+                return Ok(changes);
+            }
+            changes.plan_write(&workspace, &path, params.content)?;
+            Ok(changes)
+        }
+    }
+}
+
+/// `Created x (12 lines)` / `Overwrote x (10 -> 12 lines, +4 -2)`.
+fn summary(display: &str, changes: &ChangeSet, files: &[FileReport]) -> String {
+    match (changes.changes().first().map(|c| c.kind()), files.first()) {
+        (Some(ChangeKind::Created), Some(file)) => {
+            format!("Created {display} ({}).", plural(file.lines_after, "line"))
+        }
+        (Some(_), Some(file)) => format!(
+            "Overwrote {display} ({} -> {}, +{} -{}).",
+            plural(file.lines_before, "line"),
+            plural(file.lines_after, "line"),
+            file.added,
+            file.removed
+        ),
+        _ => format!("{display} already has exactly this content; nothing was written."),
+    }
+}
+
+#[async_trait]
+impl Tool for WriteFile {
+    type Params = WriteFileParams;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new("write_file", "Write file", Tier::Write, DESCRIPTION)
+    }
+
+    fn validate(&self, params: &WriteFileParams, run: &Run) -> Result<(), String> {
+        let path = run
+            .workspace()
+            .resolve(&params.path)
+            .map_err(|e| format!("path: {e}"))?;
+        if path.is_dir() {
+            return Err(format!(
+                "path: `{}` is a directory, not a file",
+                params.path
+            ));
+        }
+        Ok(())
+    }
+
+    fn describe(&self, params: &WriteFileParams) -> String {
+        format!(
+            "write {} ({})",
+            params.path,
+            plural(crate::text::line_count(&params.content), "line")
+        )
+    }
+
+    async fn confirmation(
+        &self,
+        params: &WriteFileParams,
+        run: &Run,
+    ) -> Result<Option<Prepared>, ToolError> {
+        let changes = crate::blocking(Self::plan(run, params)).await?;
+        let files = report::files(run.workspace(), &changes);
+        let display = &params.path;
+        let summary = match changes.changes().first().map(|c| c.kind()) {
+            Some(ChangeKind::Created) => format!("Create {display}"),
+            Some(_) => format!("Overwrite {display}"),
+            None => format!("Write {display} (unchanged)"),
+        };
+        Ok(Some(Prepared {
+            confirmation: Confirmation {
+                summary,
+                details: Some(report::full_diff(&files)),
+            },
+            plan: Some(Box::new(changes)),
+        }))
+    }
+
+    async fn execute(
+        &self,
+        params: WriteFileParams,
+        mut ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let changes = match ctx.take_plan::<ChangeSet>() {
+            Some(changes) => changes,
+            None => crate::blocking(Self::plan(&ctx.run, &params)).await?,
+        };
+        let files = report::files(ctx.run.workspace(), &changes);
+        let display = match changes.changes().first() {
+            Some(change) => ctx.run.workspace().display(change.path()),
+            None => params.path.clone(),
+        };
+        let summary = summary(&display, &changes, &files);
+        let overwrite = changes
+            .changes()
+            .first()
+            .is_some_and(|c| *c.kind() != ChangeKind::Created);
+        let applied = ctx.run.apply(changes).await?;
+        Ok(report::result(summary, &files, overwrite, &applied))
+    }
+}

@@ -1,0 +1,91 @@
+//! Shared by the tests: a workspace with files, a run with the edit tools,
+//! and Gantry's state directory kept out of the user's home.
+
+#![allow(dead_code)] // Each test file uses its own part of this.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use gantry_core::{CallError, CallErrorKind, Run, RunBuilder, ToolResult, Workspace};
+use serde_json::Value;
+
+/// Points `GANTRY_STATE_DIR` at one temp dir for the whole test binary.
+pub fn state_dir() -> &'static Path {
+    static STATE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    STATE
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            // Set once, before any write reads it; std serialises env access.
+            unsafe { std::env::set_var("GANTRY_STATE_DIR", dir.path()) };
+            dir
+        })
+        .path()
+}
+
+/// A temp workspace holding `files` (bytes, so tests can write CRLF, BOMs
+/// and binaries).
+pub fn workspace(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+    state_dir();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    dir
+}
+
+/// A builder for a run on `dir` with the edit tools registered.
+pub fn builder(dir: &tempfile::TempDir) -> RunBuilder {
+    gantry_edit::register(Run::builder(Workspace::new(dir.path()).unwrap()))
+}
+
+/// A run on `dir` with the edit tools, never asking anyone.
+pub fn run(dir: &tempfile::TempDir) -> Run {
+    builder(dir).build()
+}
+
+pub async fn ok(run: &Run, tool: &str, args: Value) -> ToolResult {
+    match run.call(tool, args).await {
+        Ok(result) => result,
+        Err(error) => panic!("{tool} failed: {}", error.message),
+    }
+}
+
+pub async fn fails(run: &Run, tool: &str, args: Value, kind: CallErrorKind) -> CallError {
+    match run.call(tool, args).await {
+        Ok(result) => panic!("{tool} succeeded: {}", result.text_content()),
+        Err(error) => {
+            assert_eq!(error.kind, kind, "{}", error.message);
+            error
+        }
+    }
+}
+
+pub fn read(dir: &tempfile::TempDir, name: &str) -> Vec<u8> {
+    std::fs::read(dir.path().join(name)).unwrap()
+}
+
+pub fn read_text(dir: &tempfile::TempDir, name: &str) -> String {
+    String::from_utf8(read(dir, name)).unwrap()
+}
+
+/// Every file under the workspace with its content, to show nothing
+/// changed (no temp file left, no file touched).
+pub fn snapshot(dir: &tempfile::TempDir) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let name = path.strip_prefix(root).unwrap().display().to_string();
+                out.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir.path(), dir.path(), &mut out);
+    out.sort();
+    out
+}
