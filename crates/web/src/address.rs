@@ -184,8 +184,7 @@ pub(crate) enum Allow {
     Ranges(Vec<Range>),
 }
 
-/// A refused address: what it is, and why the settings did not let it
-/// through.
+/// An address the settings do not let through, and what kind it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Refusal {
     pub(crate) ip: IpAddr,

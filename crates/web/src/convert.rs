@@ -4,8 +4,9 @@
 use std::sync::{Arc, Mutex};
 
 use encoding_rs::{Encoding, UTF_8};
-use htmd::HtmlToMarkdown;
 use htmd::element_handler::{HandlerResult, Handlers};
+use htmd::{Element, HtmlToMarkdown};
+use url::Url;
 
 /// Elements that carry no reading matter: code, styling, navigation
 /// chrome, embedded frames and drawings.
@@ -124,20 +125,43 @@ fn meta_charset(bytes: &[u8]) -> Option<&'static Encoding> {
 }
 
 /// A page's title and its content as Markdown, without the noise elements.
-pub(crate) fn html_to_markdown(html: &str) -> (Option<String>, String) {
+/// Links and images point at absolute URLs (resolved against `base`, the
+/// page's address), so a link can be fetched next as it stands.
+pub(crate) fn html_to_markdown(html: &str, base: &Url) -> (Option<String>, String) {
     let title = Arc::new(Mutex::new(None::<String>));
     let seen = title.clone();
+    let (link_base, image_base) = (base.clone(), base.clone());
     let converter = HtmlToMarkdown::builder()
         .skip_tags(NOISE.to_vec())
         .add_handler(
             vec!["title"],
-            move |handlers: &dyn Handlers, element: htmd::Element| -> Option<HandlerResult> {
+            move |handlers: &dyn Handlers, element: Element| -> Option<HandlerResult> {
                 let text = handlers.walk_children(element.node).content;
                 let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
                 seen.lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .get_or_insert(text);
                 None
+            },
+        )
+        .add_handler(
+            vec!["a"],
+            move |handlers: &dyn Handlers, element: Element| -> Option<HandlerResult> {
+                let text = handlers.walk_children(element.node).content;
+                let text = text.trim();
+                match absolute(&link_base, &element, "href") {
+                    Some(url) if !text.is_empty() => Some(format!("[{text}]({url})").into()),
+                    _ => Some(text.into()),
+                }
+            },
+        )
+        .add_handler(
+            vec!["img"],
+            move |_: &dyn Handlers, element: Element| -> Option<HandlerResult> {
+                let url = absolute(&image_base, &element, "src")?;
+                let alt = attribute(&element, "alt").unwrap_or_default();
+                let alt = alt.split_whitespace().collect::<Vec<_>>().join(" ");
+                Some(format!("![{alt}]({url})").into())
             },
         )
         .build();
@@ -150,6 +174,33 @@ pub(crate) fn html_to_markdown(html: &str) -> (Option<String>, String) {
         .take()
         .filter(|t| !t.is_empty());
     (title, tidy(&markdown))
+}
+
+fn attribute(element: &Element, name: &str) -> Option<String> {
+    element
+        .attrs
+        .iter()
+        .find(|a| &*a.name.local == name)
+        .map(|a| a.value.to_string())
+}
+
+/// An http(s) attribute URL made absolute, written so a Markdown reader
+/// takes it whole; `None` for `javascript:`, `#fragment`-only and the like.
+fn absolute(base: &Url, element: &Element, name: &str) -> Option<String> {
+    let value = attribute(element, name)?;
+    if value.trim().starts_with('#') {
+        return None;
+    }
+    let url = base.join(value.trim()).ok()?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    let url = url.to_string();
+    Some(if url.contains(['(', ')']) {
+        format!("<{url}>")
+    } else {
+        url
+    })
 }
 
 /// Collapses the runs of blank lines that removed elements leave behind.
@@ -173,11 +224,59 @@ fn tidy(markdown: &str) -> String {
 }
 
 /// JSON pretty-printed, or the text as it came when it is not valid JSON
-/// (JSON Lines, a truncated body).
+/// (JSON Lines, a truncated body). Re-indented token by token rather than
+/// parsed into a map, so keys keep the order the server sent.
 pub(crate) fn pretty_json(text: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(text)
-        .and_then(|value| serde_json::to_string_pretty(&value))
-        .unwrap_or_else(|_| text.to_string())
+    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() * 2);
+    let mut depth = 0usize;
+    let mut chars = text.chars().peekable();
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.extend(std::iter::repeat_n("  ", depth));
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                out.push('"');
+                while let Some(c) = chars.next() {
+                    out.push(c);
+                    match c {
+                        '\\' => out.extend(chars.next()),
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '{' | '[' => {
+                out.push(c);
+                while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                    chars.next();
+                }
+                if chars.peek().is_some_and(|&next| next == '}' || next == ']') {
+                    out.extend(chars.next());
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(',');
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            c if c.is_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -243,17 +342,28 @@ mod tests {
 
     #[test]
     fn html_loses_noise_and_keeps_structure() {
+        let base = Url::parse("https://example.com/docs/page").unwrap();
         let (title, markdown) = html_to_markdown(
             "<html><head><title> The  Title </title><style>p{}</style><script>var x = 1;</script></head>\
              <body><nav><a href=\"/\">Home</a></nav><h1>Heading</h1><p>Some <b>bold</b> and a \
              <a href=\"https://example.com/x\">link</a>.</p><ul><li>one</li><li>two</li></ul>\
-             <noscript>enable js</noscript><pre><code>let a = 1;</code></pre></body></html>",
+             <noscript>enable js</noscript><pre><code>let a = 1;</code></pre>\
+             <p><a href=\"next\">Next</a> <a href=\"#top\">Top</a> <a href=\"javascript:go()\">Go</a> \
+             <a href=\"/wiki/A_(b)\">paren</a> <img src=\"/logo.png\" alt=\"The\n logo\"></p></body></html>",
+            &base,
         );
         assert_eq!(title.as_deref(), Some("The Title"));
         assert!(markdown.starts_with("# Heading"), "{markdown}");
         assert!(markdown.contains("Some **bold** and a [link](https://example.com/x)."));
         assert!(markdown.contains("*   one"), "{markdown}");
         assert!(markdown.contains("```\nlet a = 1;\n```"), "{markdown}");
+        assert!(
+            markdown.ends_with(
+                "[Next](https://example.com/docs/next) Top Go \
+                 [paren](<https://example.com/wiki/A_(b)>) ![The logo](https://example.com/logo.png)"
+            ),
+            "{markdown}"
+        );
         for noise in ["var x", "p{}", "Home", "enable js", "The Title"] {
             assert!(!markdown.contains(noise), "{noise} in {markdown}");
         }
@@ -263,9 +373,16 @@ mod tests {
     #[test]
     fn json_is_pretty_printed_unless_invalid() {
         assert_eq!(
-            pretty_json("{\"a\":[1,2]}"),
-            "{\n  \"a\": [\n    1,\n    2\n  ]\n}"
+            pretty_json(r#"{"b":[1, 2],"a":{},"c":[ ]}"#),
+            "{\n  \"b\": [\n    1,\n    2\n  ],\n  \"a\": {},\n  \"c\": []\n}"
         );
+        assert_eq!(
+            pretty_json(r#"{"s":"a, b: {c} \"q\" \\"}"#),
+            r#"{
+  "s": "a, b: {c} \"q\" \\"
+}"#
+        );
+        assert_eq!(pretty_json(" 42 "), "42");
         assert_eq!(pretty_json("{\"a\":1}\n{\"a\":2}"), "{\"a\":1}\n{\"a\":2}");
     }
 }

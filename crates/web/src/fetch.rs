@@ -25,11 +25,11 @@ use crate::convert::{self, Shape};
 use crate::http;
 
 /// Redirects followed before giving up.
-pub(crate) const MAX_REDIRECTS: usize = 5;
+const MAX_REDIRECTS: usize = 5;
 /// Bytes of a body read at most; the rest is not downloaded.
-pub(crate) const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
+const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
 /// Characters of converted text returned at most.
-pub(crate) const MAX_OUTPUT_CHARS: usize = 100_000;
+const MAX_OUTPUT_CHARS: usize = 100_000;
 /// Bytes of an error page read for its snippet.
 const ERROR_BODY_BYTES: usize = 64 * 1024;
 
@@ -290,11 +290,7 @@ fn check_literal(ip: IpAddr, allow: &Allow) -> Result<(), String> {
 
 /// Resolves `name` and keeps the addresses the settings allow. Refuses
 /// when none is left, naming the first address that was not allowed.
-pub(crate) async fn resolve(
-    name: &str,
-    port: u16,
-    allow: &Allow,
-) -> Result<Vec<SocketAddr>, String> {
+async fn resolve(name: &str, port: u16, allow: &Allow) -> Result<Vec<SocketAddr>, String> {
     let found: Vec<SocketAddr> = tokio::net::lookup_host((name, port))
         .await
         .map_err(|e| format!("cannot resolve {name}: {e}"))?
@@ -374,7 +370,7 @@ async fn http_error(url: &Url, response: Response) -> String {
             let shape = convert::shape(&media);
             let text = convert::decode(&bytes, charset.as_deref(), shape);
             let text = if shape == Shape::Html {
-                convert::html_to_markdown(&text).1
+                convert::html_to_markdown(&text, url).1
             } else {
                 text
             };
@@ -454,11 +450,8 @@ fn render(fetched: Fetched, prompt: &str) -> Page {
             };
         }
         Shape::Html => {
-            let (title, markdown) = convert::html_to_markdown(&convert::decode(
-                &bytes,
-                fetched.charset.as_deref(),
-                shape,
-            ));
+            let html = convert::decode(&bytes, fetched.charset.as_deref(), shape);
+            let (title, markdown) = convert::html_to_markdown(&html, &fetched.url);
             if let Some(title) = title {
                 head.push_str(&format!("\nTitle: {title}"));
             }
