@@ -1,0 +1,6 @@
+//! The web tools through the real pipeline, against HTTP servers on
+//! loopback.
+
+mod fetch;
+mod search;
+mod server;
