@@ -58,9 +58,9 @@ pub(crate) struct WebFetch {
 pub(crate) struct WebFetchParams {
     /// The http or https URL to fetch, e.g. `https://docs.rs/serde`.
     url: String,
-    /// What you are looking for in the page, e.g. "the signature of
-    /// from_str and its error type". Echoed at the top of the result so the
-    /// page is read with it in mind; it is not run by a model.
+    /// What you are looking for in the page (e.g. "the error type of
+    /// from_str"). Echoed at the top of the result to focus the reading;
+    /// it is not run by a model.
     prompt: String,
 }
 
@@ -178,12 +178,15 @@ async fn fetch(start: Url, config: &FetchConfig) -> Result<Fetched, String> {
     loop {
         let client = hop_client(&url, config)
             .await
-            .map_err(|why| match chain.last() {
-                None => format!("refused: {why}"),
-                Some(previous) => format!(
-                    "refused: redirect {} from {previous} leads to {url}, and {why}",
-                    chain.len()
-                ),
+            .map_err(|error| match error {
+                Hop::Failed(why) => why,
+                Hop::Refused(why) => match chain.last() {
+                    None => format!("refused: {why}"),
+                    Some(previous) => format!(
+                        "refused: redirect {} from {previous} leads to {url}, and {why}",
+                        chain.len()
+                    ),
+                },
             })?;
         let response = client
             .get(url.clone())
@@ -252,48 +255,50 @@ async fn fetch(start: Url, config: &FetchConfig) -> Result<Fetched, String> {
     }
 }
 
+/// Why a hop cannot be made.
+enum Hop {
+    /// The destination is not allowed; the text says why and what to change.
+    Refused(String),
+    /// Something else went wrong (DNS, TLS set-up); the whole message.
+    Failed(String),
+}
+
 /// Checks one hop's destination and builds a client that can only connect
-/// to the addresses that passed. `Err` is the reason for the refusal.
-async fn hop_client(url: &Url, config: &FetchConfig) -> Result<Client, String> {
-    check_scheme(url)?;
-    let port = url
-        .port_or_known_default()
-        .ok_or_else(|| format!("{url} has no port"))?;
-    let builder = http::builder(config.timeout)?
+/// to the addresses that passed.
+async fn hop_client(url: &Url, config: &FetchConfig) -> Result<Client, Hop> {
+    check_scheme(url).map_err(Hop::Refused)?;
+    let builder = http::builder(config.timeout)
+        .map_err(Hop::Failed)?
         .redirect(Policy::none())
         .dns_resolver(std::sync::Arc::new(NoDns));
+    let literal = |ip: IpAddr| {
+        config
+            .allow
+            .check(ip)
+            .map_err(|r| Hop::Refused(format!("{} is {}; {}", r.ip, r.kind, config.allow.hint())))
+    };
     let builder = match url.host() {
-        None => return Err(format!("{url} names no host")),
-        Some(url::Host::Ipv4(ip)) => {
-            check_literal(IpAddr::V4(ip), &config.allow)?;
-            builder
-        }
-        Some(url::Host::Ipv6(ip)) => {
-            check_literal(IpAddr::V6(ip), &config.allow)?;
-            builder
-        }
+        None => return Err(Hop::Refused(format!("{url} names no host"))),
+        Some(url::Host::Ipv4(ip)) => literal(IpAddr::V4(ip)).map(|()| builder)?,
+        Some(url::Host::Ipv6(ip)) => literal(IpAddr::V6(ip)).map(|()| builder)?,
         Some(url::Host::Domain(name)) => {
+            // Always known for http and https.
+            let port = url.port_or_known_default().unwrap_or(80);
             let addrs = resolve(name, port, &config.allow).await?;
             builder.resolve_to_addrs(name, &addrs)
         }
     };
     builder
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {}", http::chain(e)))
-}
-
-fn check_literal(ip: IpAddr, allow: &Allow) -> Result<(), String> {
-    allow
-        .check(ip)
-        .map_err(|refusal| format!("{} is {}; {}", refusal.ip, refusal.kind, allow.hint()))
+        .map_err(|e| Hop::Failed(format!("cannot build the HTTP client: {}", http::chain(e))))
 }
 
 /// Resolves `name` and keeps the addresses the settings allow. Refuses
 /// when none is left, naming the first address that was not allowed.
-async fn resolve(name: &str, port: u16, allow: &Allow) -> Result<Vec<SocketAddr>, String> {
+async fn resolve(name: &str, port: u16, allow: &Allow) -> Result<Vec<SocketAddr>, Hop> {
     let found: Vec<SocketAddr> = tokio::net::lookup_host((name, port))
         .await
-        .map_err(|e| format!("cannot resolve {name}: {e}"))?
+        .map_err(|e| Hop::Failed(format!("cannot resolve {name}: {e}")))?
         .collect();
     let (allowed, refused): (Vec<_>, Vec<_>) = found
         .into_iter()
@@ -304,23 +309,19 @@ async fn resolve(name: &str, port: u16, allow: &Allow) -> Result<Vec<SocketAddr>
     }
     let mut refusals = refused.into_iter().filter_map(|(_, verdict)| verdict.err());
     let Some(first) = refusals.next() else {
-        return Err(format!("cannot resolve {name}: no addresses"));
+        return Err(Hop::Failed(format!("cannot resolve {name}: no addresses")));
     };
-    let more = refusals.count();
-    let more = if more > 0 {
-        format!(
-            " (and {more} more such address{})",
-            if more == 1 { "" } else { "es" }
-        )
-    } else {
-        String::new()
+    let more = match refusals.count() {
+        0 => String::new(),
+        1 => " (and 1 more such address)".into(),
+        n => format!(" (and {n} more such addresses)"),
     };
-    Err(format!(
+    Err(Hop::Refused(format!(
         "{name} resolves to {}, {}{more}; {}",
         first.ip,
         first.kind,
         allow.hint()
-    ))
+    )))
 }
 
 /// The resolver handed to reqwest: every name a request may use was
@@ -548,21 +549,23 @@ mod tests {
 
     #[tokio::test]
     async fn names_are_resolved_then_checked() {
-        let refused = resolve("localhost", 80, &Allow::PublicOnly)
-            .await
-            .unwrap_err();
+        let Err(Hop::Refused(refused)) = resolve("localhost", 80, &Allow::PublicOnly).await else {
+            panic!("localhost was not refused");
+        };
         assert!(refused.starts_with("localhost resolves to "), "{refused}");
         assert!(refused.contains("a loopback address"), "{refused}");
-        let allowed = resolve("localhost", 8080, &Allow::Everything)
-            .await
-            .unwrap();
+        let Ok(allowed) = resolve("localhost", 8080, &Allow::Everything).await else {
+            panic!("localhost was refused with every address allowed");
+        };
         assert!(
             allowed
                 .iter()
                 .all(|a| a.ip().is_loopback() && a.port() == 8080)
         );
         let only_v4 = Allow::Ranges(vec![crate::address::Range::parse("127.0.0.0/8").unwrap()]);
-        let kept = resolve("localhost", 80, &only_v4).await.unwrap();
+        let Ok(kept) = resolve("localhost", 80, &only_v4).await else {
+            panic!("localhost's IPv4 address was refused");
+        };
         assert!(kept.iter().all(|a| a.is_ipv4()), "{kept:?}");
     }
 }
