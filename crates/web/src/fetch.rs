@@ -235,12 +235,14 @@ async fn fetch(start: Url, config: &FetchConfig) -> Result<Fetched, String> {
                 length: response.content_length(),
             }
         } else {
-            let (bytes, cut) = read_capped(response, MAX_BODY_BYTES).await.map_err(|e| {
-                format!(
-                    "the connection failed while reading {url}: {}",
-                    http::chain(e)
-                )
-            })?;
+            let (bytes, cut) = http::read_capped(response, MAX_BODY_BYTES)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "the connection failed while reading {url}: {}",
+                        http::chain(e)
+                    )
+                })?;
             Body::Read { bytes, cut }
         };
         return Ok(Fetched {
@@ -339,23 +341,6 @@ impl Resolve for NoDns {
     }
 }
 
-/// Reads at most `cap` bytes; `true` when the body was longer.
-async fn read_capped(
-    mut response: Response,
-    cap: usize,
-) -> Result<(Vec<u8>, bool), reqwest::Error> {
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        let room = cap - bytes.len();
-        if chunk.len() > room {
-            bytes.extend_from_slice(&chunk[..room]);
-            return Ok((bytes, true));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok((bytes, false))
-}
-
 /// An HTTP error with its status and the start of what the server said.
 async fn http_error(url: &Url, response: Response) -> String {
     let status = response.status();
@@ -366,7 +351,7 @@ async fn http_error(url: &Url, response: Response) -> String {
             .and_then(|v| v.to_str().ok())
             .unwrap_or(""),
     );
-    let said = match read_capped(response, ERROR_BODY_BYTES).await {
+    let said = match http::read_capped(response, ERROR_BODY_BYTES).await {
         Ok((bytes, _)) => {
             let shape = convert::shape(&media);
             let text = convert::decode(&bytes, charset.as_deref(), shape);

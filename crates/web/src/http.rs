@@ -59,6 +59,24 @@ pub(crate) fn api_client(total: Duration) -> Result<Client, String> {
         .map_err(|e| format!("cannot build the HTTP client: {}", chain(e)))
 }
 
+/// Reads at most `cap` bytes of a body; `true` when it was longer. The
+/// rest is never downloaded.
+pub(crate) async fn read_capped(
+    mut response: reqwest::Response,
+    cap: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = cap - bytes.len();
+        if chunk.len() > room {
+            bytes.extend_from_slice(&chunk[..room]);
+            return Ok((bytes, true));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok((bytes, false))
+}
+
 /// An error with its causes, which is where reqwest keeps the useful part
 /// ("connection refused", "certificate expired").
 pub(crate) fn chain(error: reqwest::Error) -> String {

@@ -19,6 +19,9 @@ use crate::http;
 
 /// Results shown when the call does not say.
 const DEFAULT_RESULTS: usize = 8;
+/// Bytes of a provider's answer read at most; a page of results is a few
+/// dozen KB.
+const MAX_ANSWER_BYTES: usize = 2 * 1024 * 1024;
 /// Characters of a result's snippet shown at most.
 const SNIPPET_CHARS: usize = 400;
 
@@ -424,14 +427,25 @@ async fn search(
         .headers()
         .get(RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
-        .map(|v| format!(", retry after {v} s"))
+        .map(|v| match v.parse::<u64>() {
+            Ok(seconds) => format!(", retry after {seconds} s"),
+            Err(_) => format!(", retry after {v}"),
+        })
         .unwrap_or_default();
-    let body = response.text().await.map_err(|e| {
-        format!(
-            "{name} answered HTTP {status} but the body could not be read: {}",
-            http::chain(e)
-        )
-    })?;
+    let (body, cut) = http::read_capped(response, MAX_ANSWER_BYTES)
+        .await
+        .map_err(|e| {
+            format!(
+                "{name} answered HTTP {status} but the body could not be read: {}",
+                http::chain(e)
+            )
+        })?;
+    if cut {
+        return Err(format!(
+            "{name} answered with more than {MAX_ANSWER_BYTES} bytes, far more than a page of results; is web.search.url the search API?"
+        ));
+    }
+    let body = String::from_utf8_lossy(&body);
     let said = http::snippet(&body);
     match status {
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {

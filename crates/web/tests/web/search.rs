@@ -332,3 +332,17 @@ async fn parameters_are_validated_by_name() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_endless_answer_is_not_read_whole() {
+    let server = Server::start("127.0.0.1", |_, _| {
+        Reply::ok("application/json", vec![b' '; 3 * 1024 * 1024])
+    })
+    .await;
+    let (_dir, run) = run(json!({"search": {"provider": "searxng", "url": server.base}}));
+    let error = search(&run, json!({"query": "x"})).await.unwrap_err();
+    assert!(
+        error.starts_with("SearXNG answered with more than 2097152 bytes"),
+        "{error}"
+    );
+}
