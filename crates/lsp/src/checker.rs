@@ -1,0 +1,197 @@
+//! `diagnostics "*"`: the whole project's problems. A server's workspace
+//! diagnostics where it offers them, else the project's own checker
+//! (`cargo check`, `tsc --noEmit`, `basedpyright`, `go build`, `dart
+//! analyze`), each bounded in time and output.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Instant;
+
+use crate::server::kill_group;
+use crate::servers::{ServerSpec, resolve_binary};
+use crate::supervisor::{Supervisor, find_markers};
+use crate::tool::workspace_pull;
+
+/// Lines of checker output shown at most.
+const MAX_LINES: usize = 150;
+
+/// A checker to run: program, arguments, directory.
+#[derive(Debug, Clone, PartialEq)]
+struct Check {
+    program: PathBuf,
+    args: Vec<String>,
+    root: PathBuf,
+}
+
+/// The checker of a server's language at `root`, or why there is none.
+fn checker(spec: &ServerSpec, workspace: &Path, root: &Path) -> Result<Check, String> {
+    let find = |names: &[&str]| {
+        let probe = ServerSpec {
+            binaries: names.iter().map(|n| n.to_string()).collect(),
+            versioned: false,
+            ..spec.clone()
+        };
+        resolve_binary(&probe, workspace, root)
+    };
+    let (names, args): (&[&str], Vec<&str>) = match spec.id.as_str() {
+        "rust-analyzer" => (
+            &["cargo"],
+            vec!["check", "--message-format=short", "--quiet"],
+        ),
+        "basedpyright" | "pyright" | "pylsp" => (&["basedpyright", "pyright"], vec![]),
+        "typescript-language-server" => {
+            if !root.join("tsconfig.json").exists() {
+                return Err("no tsconfig.json for `tsc --noEmit`".into());
+            }
+            (&["tsc"], vec!["--noEmit", "--pretty", "false", "-p", "."])
+        }
+        "gopls" => (&["go"], vec!["build", "./..."]),
+        "dart" => (&["dart"], vec!["analyze"]),
+        other => return Err(format!("no project checker is known for {other}")),
+    };
+    let program = find(names).ok_or_else(|| {
+        format!(
+            "its checker `{}` is not installed (looked in the project and on PATH)",
+            names.join("` or `")
+        )
+    })?;
+    Ok(Check {
+        program,
+        args: args.into_iter().map(String::from).collect(),
+        root: root.to_path_buf(),
+    })
+}
+
+/// The whole project's diagnostics, each source bounded by the checker
+/// timeout.
+pub async fn project_diagnostics(sup: &Supervisor) -> String {
+    let mut sections = Vec::new();
+    let mut served: HashSet<String> = HashSet::new();
+    for server in sup.running() {
+        if let Some(text) = workspace_pull(sup, &server).await {
+            served.insert(server.spec.id.clone());
+            sections.push(text);
+        }
+    }
+    let workspace = sup.inner.workspace.clone();
+    let specs = sup.config().servers.clone();
+    let found = {
+        let workspace = workspace.clone();
+        let markers: HashSet<String> = specs
+            .iter()
+            .flat_map(|s| s.root_markers.iter().cloned())
+            .collect();
+        tokio::task::spawn_blocking(move || {
+            let markers: HashSet<&str> = markers.iter().map(String::as_str).collect();
+            find_markers(&workspace, &markers)
+        })
+        .await
+        .unwrap_or_default()
+    };
+    let mut checks: Vec<(String, Check)> = Vec::new();
+    let mut languages_done: HashSet<String> = HashSet::new();
+    for spec in &specs {
+        let language = spec.languages.first().cloned().unwrap_or_default();
+        if served.contains(&spec.id) || languages_done.contains(&language) {
+            continue;
+        }
+        let mut roots: Vec<PathBuf> = found
+            .iter()
+            .filter(|(_, marker)| spec.root_markers.contains(marker))
+            .map(|(dir, _)| dir.clone())
+            .collect();
+        roots.sort_by_key(|r| r.components().count());
+        let mut outer: Vec<PathBuf> = Vec::new();
+        for root in roots {
+            if !outer.iter().any(|o| root.starts_with(o)) {
+                outer.push(root);
+            }
+        }
+        if outer.is_empty() {
+            continue;
+        }
+        languages_done.insert(language);
+        for root in outer {
+            match checker(spec, &workspace, &root) {
+                Ok(check) if !checks.iter().any(|(_, c)| *c == check) => {
+                    checks.push((spec.id.clone(), check))
+                }
+                Ok(_) => {}
+                Err(why) => sections.push(format!(
+                    "{} project at {}: {why}",
+                    spec.languages.join("/"),
+                    sup.display(&root)
+                )),
+            }
+        }
+    }
+    for (_, check) in checks {
+        sections.push(run_check(sup, &check).await);
+    }
+    if sections.is_empty() {
+        return "none found: no project of a known language (no root marker) in the workspace"
+            .into();
+    }
+    sections.join("\n\n")
+}
+
+async fn run_check(sup: &Supervisor, check: &Check) -> String {
+    let name = check
+        .program
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let command = format!("{name} {}", check.args.join(" "));
+    let shown_root = sup.display(&check.root);
+    let started = Instant::now();
+    let child = tokio::process::Command::new(&check.program)
+        .args(&check.args)
+        .current_dir(&check.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn();
+    let child = match child {
+        Ok(child) => child,
+        Err(e) => return format!("$ {command} (in {shown_root}): could not start: {e}"),
+    };
+    let pid = child.id().unwrap_or(0);
+    let limit = sup.config().checker_timeout;
+    let output = match tokio::time::timeout(limit, child.wait_with_output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return format!("$ {command} (in {shown_root}): failed: {e}"),
+        Err(_) => {
+            kill_group(pid);
+            return format!(
+                "$ {command} (in {shown_root}): stopped after {} s without finishing; run it with the shell tool and a longer timeout",
+                limit.as_secs()
+            );
+        }
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let status = match output.status.code() {
+        Some(0) => "passed".to_string(),
+        Some(code) => format!("exit code {code}"),
+        None => "killed".into(),
+    };
+    let mut out = format!(
+        "$ {command} (in {shown_root}): {status} after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    for line in lines.iter().take(MAX_LINES) {
+        out.push('\n');
+        out.push_str(line);
+    }
+    if lines.len() > MAX_LINES {
+        out.push_str(&format!("\n({MAX_LINES} of {} lines shown)", lines.len()));
+    }
+    out
+}

@@ -1,0 +1,94 @@
+//! Language servers for Gantry (SPEC §6): the `lsp` tool (read), the
+//! `lsp_rename` tool (write) and diagnostics on every write.
+//!
+//! The crate follows helix's split: [`framing`] and [`transport`] speak
+//! JSON-RPC to a process, [`client`] speaks typed LSP over it, [`convert`]
+//! is the one place positions and URIs change form, [`servers`] is the
+//! table of servers and how each is found, and [`supervisor`] runs one
+//! server per (server, root) for the length of a run. The tools and the
+//! write hook sit on top.
+//!
+//! Positions are a 1-based line plus a symbol substring of that line, never
+//! a column: see [`locate`].
+//!
+//! ```no_run
+//! use gantry_core::{Run, Workspace};
+//!
+//! # async fn demo() {
+//! let builder = Run::builder(Workspace::new(".").unwrap());
+//! let run = gantry_lsp::register(builder).build();
+//! let answer = run
+//!     .call(
+//!         "lsp",
+//!         serde_json::json!({
+//!             "action": "references", "file": "src/app.py", "line": 12, "symbol": "parse_config"
+//!         }),
+//!     )
+//!     .await;
+//! // Every write now reports the problems it introduced, and the servers
+//! // end with the run.
+//! run.shutdown().await;
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod checker;
+pub mod client;
+pub mod convert;
+mod diagnostics;
+pub mod framing;
+pub mod locate;
+mod rename;
+mod render;
+pub mod server;
+pub mod servers;
+pub mod supervisor;
+mod tool;
+pub mod transport;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use gantry_core::{Run, RunBuilder};
+
+pub use diagnostics::{Delta, DiagnosticsHook, Ledger};
+pub use rename::{LspRename, LspRenameParams};
+pub use servers::{Config, LspSettings};
+pub use supervisor::Supervisor;
+pub use tool::{Action, Lsp, LspParams};
+
+/// Wires the family into a run: the supervisor (owned by the run, so every
+/// server ends with it), `lsp`, `lsp_rename`, and the after-write hook
+/// that reports new diagnostics for every writer.
+///
+/// A malformed `lsp` settings section is logged and the defaults are used:
+/// the tools stay on the surface, and `lsp status` shows the table in
+/// force.
+pub fn register(builder: RunBuilder) -> RunBuilder {
+    let settings = match builder.current_settings().section::<LspSettings>("lsp") {
+        Ok(settings) => settings,
+        Err(e) => {
+            tracing::warn!("{e}; using the default language-server settings");
+            LspSettings::default()
+        }
+    };
+    let supervisor = Supervisor::new(builder.workspace().root(), Config::from_settings(settings));
+    builder
+        .resource(Arc::new(supervisor.clone()))
+        .write_hook(Arc::new(DiagnosticsHook::new(supervisor.clone())))
+        .tool(Lsp {
+            supervisor: supervisor.clone(),
+        })
+        .tool(LspRename { supervisor })
+}
+
+/// Tells the run's language servers that a file is being worked on (read,
+/// searched, about to be edited): its server starts in the background and
+/// opens the file, so the first real request or write rarely waits. Other
+/// families call this; without the family wired it does nothing.
+pub fn touch(run: &Run, path: &Path) {
+    if let Some(supervisor) = Supervisor::of(run) {
+        supervisor.flush(run);
+        supervisor.touch(path);
+    }
+}

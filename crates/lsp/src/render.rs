@@ -1,0 +1,257 @@
+//! Results worded for a model: workspace-relative paths, `path:line` with
+//! the source line, grouped by file, caps stated when hit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use lsp_types::{
+    DocumentSymbol, GotoDefinitionResponse, HoverContents, Location, MarkedString, SymbolKind, Url,
+};
+
+use crate::convert::{LineIndex, uri_to_path};
+
+/// Caps of SPEC §6.
+pub const REFERENCES_CAP: usize = 50;
+/// Workspace symbols shown at most.
+pub const WORKSPACE_SYMBOLS_CAP: usize = 100;
+/// Document symbols shown at most.
+pub const DOCUMENT_SYMBOLS_CAP: usize = 200;
+/// Longest source line shown.
+const LINE_CHARS: usize = 160;
+
+/// Reads source lines of the files a result names, each file once.
+pub struct Sources<'a> {
+    cache: HashMap<PathBuf, String>,
+    display: &'a (dyn Fn(&Path) -> String + Sync),
+}
+
+impl<'a> Sources<'a> {
+    /// A reader that shows paths with `display`.
+    pub fn new(display: &'a (dyn Fn(&Path) -> String + Sync)) -> Self {
+        Sources {
+            cache: HashMap::new(),
+            display,
+        }
+    }
+
+    /// The trimmed text of 0-based `line` of `path`, cut to a readable
+    /// length.
+    pub fn line(&mut self, path: &Path, line: u32) -> String {
+        let text = self
+            .cache
+            .entry(path.to_path_buf())
+            .or_insert_with(|| std::fs::read_to_string(path).unwrap_or_default());
+        let source = LineIndex::new(text)
+            .line(line as usize)
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        if source.chars().count() > LINE_CHARS {
+            let cut: String = source.chars().take(LINE_CHARS).collect();
+            format!("{cut}…")
+        } else {
+            source
+        }
+    }
+
+    /// A path as the model sees it.
+    pub fn show(&self, path: &Path) -> String {
+        (self.display)(path)
+    }
+}
+
+/// A location reduced to what is shown: a file and a 0-based line.
+pub type Spot = (PathBuf, u32);
+
+/// The spots of a definition-like answer.
+pub fn definition_spots(response: Option<GotoDefinitionResponse>) -> Vec<Spot> {
+    let mut spots = Vec::new();
+    let mut push = |uri: &Url, line: u32| {
+        if let Some(path) = uri_to_path(uri) {
+            spots.push((path, line));
+        }
+    };
+    match response {
+        None => {}
+        Some(GotoDefinitionResponse::Scalar(location)) => {
+            push(&location.uri, location.range.start.line)
+        }
+        Some(GotoDefinitionResponse::Array(locations)) => {
+            for location in locations {
+                push(&location.uri, location.range.start.line);
+            }
+        }
+        Some(GotoDefinitionResponse::Link(links)) => {
+            for link in links {
+                push(&link.target_uri, link.target_selection_range.start.line);
+            }
+        }
+    }
+    spots
+}
+
+/// The spots of a references answer.
+pub fn location_spots(locations: Vec<Location>) -> Vec<Spot> {
+    locations
+        .into_iter()
+        .filter_map(|l| Some((uri_to_path(&l.uri)?, l.range.start.line)))
+        .collect()
+}
+
+/// Spots grouped by file, each with its source line; `cap` stated when
+/// hit. A single spot is one `path:line: source` line.
+pub fn spots(sources: &mut Sources, title: &str, mut spots: Vec<Spot>, cap: usize) -> String {
+    spots.sort();
+    spots.dedup();
+    let total = spots.len();
+    if total == 1 {
+        let (path, line) = &spots[0];
+        let source = sources.line(path, *line);
+        return format!("{title}:\n{}:{}: {source}", sources.show(path), line + 1);
+    }
+    let shown: Vec<Spot> = spots.into_iter().take(cap).collect();
+    let mut by_file: BTreeMap<String, Vec<(u32, PathBuf)>> = BTreeMap::new();
+    for (path, line) in &shown {
+        by_file
+            .entry(sources.show(path))
+            .or_default()
+            .push((*line, path.clone()));
+    }
+    let files = by_file.len();
+    let count = if total > cap {
+        format!("{cap} of {total} shown, in {files} file(s); the cap is {cap}")
+    } else {
+        format!("{total} in {files} file(s)")
+    };
+    let mut out = format!("{title} ({count}):\n");
+    for (shown_path, lines) in by_file {
+        out.push_str(&format!("{shown_path}\n"));
+        for (line, path) in lines {
+            let source = sources.line(&path, line);
+            out.push_str(&format!("  {}: {source}\n", line + 1));
+        }
+    }
+    out.trim_end().to_string()
+}
+
+/// Hover contents as plain Markdown text.
+pub fn hover(contents: HoverContents) -> String {
+    let marked = |m: MarkedString| match m {
+        MarkedString::String(s) => s,
+        MarkedString::LanguageString(ls) => format!("```{}\n{}\n```", ls.language, ls.value),
+    };
+    match contents {
+        HoverContents::Scalar(m) => marked(m),
+        HoverContents::Array(items) => items
+            .into_iter()
+            .map(marked)
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        HoverContents::Markup(markup) => markup.value,
+    }
+    .trim()
+    .to_string()
+}
+
+/// A symbol kind as a lowercase word (`function`, `class`).
+pub fn kind(kind: SymbolKind) -> String {
+    let name = format!("{kind:?}");
+    let mut words = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            words.push(' ');
+        }
+        words.extend(c.to_lowercase());
+    }
+    words
+}
+
+/// A document's symbol tree, indented, capped at
+/// [`DOCUMENT_SYMBOLS_CAP`].
+pub fn document_symbols(file: &str, symbols: &[DocumentSymbol]) -> String {
+    fn count(symbols: &[DocumentSymbol]) -> usize {
+        symbols
+            .iter()
+            .map(|s| 1 + count(s.children.as_deref().unwrap_or(&[])))
+            .sum()
+    }
+    fn walk(symbols: &[DocumentSymbol], depth: usize, out: &mut Vec<String>) {
+        for symbol in symbols {
+            if out.len() >= DOCUMENT_SYMBOLS_CAP {
+                return;
+            }
+            let detail = symbol
+                .detail
+                .as_deref()
+                .filter(|d| !d.is_empty())
+                .map(|d| format!(" {}", d.replace('\n', " ")))
+                .unwrap_or_default();
+            out.push(format!(
+                "{}{}: {} {}{detail}",
+                "  ".repeat(depth),
+                symbol.selection_range.start.line + 1,
+                kind(symbol.kind),
+                symbol.name
+            ));
+            walk(symbol.children.as_deref().unwrap_or(&[]), depth + 1, out);
+        }
+    }
+    let total = count(symbols);
+    let mut lines = Vec::new();
+    walk(symbols, 0, &mut lines);
+    let header = if total > DOCUMENT_SYMBOLS_CAP {
+        format!(
+            "symbols of {file} ({DOCUMENT_SYMBOLS_CAP} of {total} shown; the cap is {DOCUMENT_SYMBOLS_CAP}), as line: kind name"
+        )
+    } else {
+        format!("symbols of {file} ({total}), as line: kind name")
+    };
+    format!("{header}\n{}", lines.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spots_are_grouped_by_file_with_source_lines_and_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.py");
+        let b = dir.path().join("b.py");
+        std::fs::write(&a, "x = 1\nprint(x)\n").unwrap();
+        std::fs::write(&b, "from a import x\n").unwrap();
+        let root = dir.path().to_path_buf();
+        let display = move |p: &Path| p.strip_prefix(&root).unwrap().display().to_string();
+        let mut sources = Sources::new(&display);
+        let text = spots(
+            &mut sources,
+            "references to `x`",
+            vec![
+                (b.clone(), 0),
+                (a.clone(), 1),
+                (a.clone(), 0),
+                (a.clone(), 0),
+            ],
+            50,
+        );
+        assert_eq!(
+            text,
+            "references to `x` (3 in 2 file(s)):\na.py\n  1: x = 1\n  2: print(x)\nb.py\n  1: from a import x"
+        );
+        let one = spots(&mut sources, "definition", vec![(a.clone(), 1)], 50);
+        assert_eq!(one, "definition:\na.py:2: print(x)");
+        let capped = spots(
+            &mut sources,
+            "references",
+            vec![(a.clone(), 0), (a.clone(), 1), (b.clone(), 0)],
+            2,
+        );
+        assert!(capped.contains("(2 of 3 shown"), "{capped}");
+    }
+
+    #[test]
+    fn symbol_kinds_read_as_words() {
+        assert_eq!(kind(SymbolKind::FUNCTION), "function");
+        assert_eq!(kind(SymbolKind::TYPE_PARAMETER), "type parameter");
+    }
+}

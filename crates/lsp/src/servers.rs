@@ -1,0 +1,566 @@
+//! The server table: which server serves which language, where its root
+//! is, and where its binary is. A server is usable for a file only when a
+//! root marker exists above the file inside the workspace AND a binary
+//! resolves; [`Choice`] says which one is missing otherwise.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One language server: how to start it and what it serves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    /// Stable id used in settings and `status` (`clangd`, `basedpyright`).
+    pub id: String,
+    /// Binary names tried in order; the first that resolves is used.
+    pub binaries: Vec<String>,
+    /// Also accept `NAME-NN` on `PATH` (Debian's `clangd-19`), the highest
+    /// version first, when no plain name resolves.
+    pub versioned: bool,
+    /// Arguments after the binary.
+    pub args: Vec<String>,
+    /// LSP language ids served.
+    pub languages: Vec<String>,
+    /// Files whose directory is a project root.
+    pub root_markers: Vec<String>,
+    /// Sent as `initializationOptions`.
+    pub initialization_options: Value,
+    /// Answered to `workspace/configuration`, looked up by section.
+    pub settings: Value,
+}
+
+fn spec(
+    id: &str,
+    binaries: &[&str],
+    args: &[&str],
+    languages: &[&str],
+    root_markers: &[&str],
+) -> ServerSpec {
+    let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect();
+    ServerSpec {
+        id: id.into(),
+        binaries: strings(binaries),
+        versioned: false,
+        args: strings(args),
+        languages: strings(languages),
+        root_markers: strings(root_markers),
+        initialization_options: Value::Null,
+        settings: Value::Null,
+    }
+}
+
+const PYTHON_MARKERS: &[&str] = &[
+    "pyproject.toml",
+    "pyrightconfig.json",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "Pipfile",
+];
+
+/// The built-in table, in order of preference within a language.
+pub fn builtin() -> Vec<ServerSpec> {
+    let mut clangd = spec(
+        "clangd",
+        &["clangd"],
+        &["--background-index=false", "--log=error"],
+        &["c", "cpp"],
+        &[
+            "compile_commands.json",
+            "compile_flags.txt",
+            ".clangd",
+            "CMakeLists.txt",
+            "meson.build",
+            "Makefile",
+        ],
+    );
+    clangd.versioned = true;
+    vec![
+        spec(
+            "rust-analyzer",
+            &["rust-analyzer"],
+            &[],
+            &["rust"],
+            &["Cargo.toml"],
+        ),
+        spec(
+            "basedpyright",
+            &["basedpyright-langserver"],
+            &["--stdio"],
+            &["python"],
+            PYTHON_MARKERS,
+        ),
+        spec(
+            "pyright",
+            &["pyright-langserver"],
+            &["--stdio"],
+            &["python"],
+            PYTHON_MARKERS,
+        ),
+        spec("pylsp", &["pylsp"], &[], &["python"], PYTHON_MARKERS),
+        spec(
+            "typescript-language-server",
+            &["typescript-language-server"],
+            &["--stdio"],
+            &[
+                "typescript",
+                "typescriptreact",
+                "javascript",
+                "javascriptreact",
+            ],
+            &["tsconfig.json", "jsconfig.json", "package.json"],
+        ),
+        clangd,
+        spec("gopls", &["gopls"], &[], &["go"], &["go.work", "go.mod"]),
+        spec(
+            "dart",
+            &["dart"],
+            &["language-server", "--protocol=lsp"],
+            &["dart"],
+            &["pubspec.yaml"],
+        ),
+    ]
+}
+
+/// The LSP language id of a file, from its extension.
+pub fn language_of(path: &Path) -> Option<&'static str> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "rs" => "rust",
+        "py" | "pyi" => "python",
+        "ts" | "mts" | "cts" => "typescript",
+        "tsx" => "typescriptreact",
+        "js" | "mjs" | "cjs" => "javascript",
+        "jsx" => "javascriptreact",
+        "c" | "h" => "c",
+        "cc" | "cpp" | "cxx" | "c++" | "hpp" | "hh" | "hxx" | "ipp" => "cpp",
+        "go" => "go",
+        "dart" => "dart",
+        _ => return None,
+    })
+}
+
+/// A server's entry in settings section `lsp.servers`: every field
+/// optional, so a workspace can change one thing (`args`) or add a server.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ServerOverride {
+    /// Switch a built-in server off.
+    pub disabled: bool,
+    /// Binary candidates, or one absolute path.
+    pub command: Option<Vec<String>>,
+    /// Arguments.
+    pub args: Option<Vec<String>>,
+    /// Language ids.
+    pub languages: Option<Vec<String>>,
+    /// Root markers.
+    pub root_markers: Option<Vec<String>>,
+    /// `initializationOptions`.
+    pub initialization_options: Option<Value>,
+    /// Settings answered to `workspace/configuration`.
+    pub settings: Option<Value>,
+}
+
+/// Settings section `lsp`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct LspSettings {
+    /// Seconds a server may sit unused before it is shut down (default
+    /// 1800).
+    pub idle_seconds: Option<u64>,
+    /// Deadline of one request in seconds (default 10).
+    pub request_timeout_seconds: Option<u64>,
+    /// Deadline of a start, `initialize` included, in seconds (default 60).
+    pub start_timeout_seconds: Option<u64>,
+    /// The one deadline of diagnostics after a write, in milliseconds
+    /// (default 3000).
+    pub diagnostics_deadline_ms: Option<u64>,
+    /// Bound of the project checker behind `diagnostics "*"`, in seconds
+    /// (default 120).
+    pub checker_timeout_seconds: Option<u64>,
+    /// Restarts after crashes before a server is given up (default 3).
+    pub max_restarts: Option<u32>,
+    /// Per-server changes and additions, by id.
+    pub servers: BTreeMap<String, ServerOverride>,
+}
+
+/// The effective configuration of the family for one run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The table after settings.
+    pub servers: Vec<ServerSpec>,
+    /// Idle time before shutdown.
+    pub idle: Duration,
+    /// Deadline of one request.
+    pub request_timeout: Duration,
+    /// Deadline of a start.
+    pub start_timeout: Duration,
+    /// Deadline of the post-write step.
+    pub diagnostics_deadline: Duration,
+    /// Bound of a project checker.
+    pub checker_timeout: Duration,
+    /// Restarts allowed after crashes.
+    pub max_restarts: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::from_settings(LspSettings::default())
+    }
+}
+
+impl Config {
+    /// Applies settings to the built-in table.
+    pub fn from_settings(settings: LspSettings) -> Self {
+        let mut servers = builtin();
+        for (id, change) in settings.servers {
+            let position = servers.iter().position(|s| s.id == id);
+            if change.disabled {
+                if let Some(position) = position {
+                    servers.remove(position);
+                }
+                continue;
+            }
+            let mut server = match position {
+                Some(position) => servers.remove(position),
+                None => spec(&id, &[&id], &[], &[], &[]),
+            };
+            if let Some(command) = change.command {
+                server.binaries = command;
+                server.versioned = false;
+            }
+            if let Some(args) = change.args {
+                server.args = args;
+            }
+            if let Some(languages) = change.languages {
+                server.languages = languages;
+            }
+            if let Some(markers) = change.root_markers {
+                server.root_markers = markers;
+            }
+            if let Some(options) = change.initialization_options {
+                server.initialization_options = options;
+            }
+            if let Some(values) = change.settings {
+                server.settings = values;
+            }
+            // A configured server goes first among those of its languages.
+            servers.insert(position.unwrap_or(0), server);
+        }
+        Config {
+            servers,
+            idle: Duration::from_secs(settings.idle_seconds.unwrap_or(1800)),
+            request_timeout: Duration::from_secs(settings.request_timeout_seconds.unwrap_or(10)),
+            start_timeout: Duration::from_secs(settings.start_timeout_seconds.unwrap_or(60)),
+            diagnostics_deadline: Duration::from_millis(
+                settings.diagnostics_deadline_ms.unwrap_or(3000),
+            ),
+            checker_timeout: Duration::from_secs(settings.checker_timeout_seconds.unwrap_or(120)),
+            max_restarts: settings.max_restarts.unwrap_or(3),
+        }
+    }
+}
+
+/// The nearest directory at or above `file`'s directory, inside
+/// `workspace`, that holds one of `markers`.
+pub fn find_root(workspace: &Path, file: &Path, markers: &[String]) -> Option<PathBuf> {
+    let mut dir = if file.is_dir() { file } else { file.parent()? };
+    loop {
+        if !dir.starts_with(workspace) {
+            return None;
+        }
+        if markers.iter().any(|marker| dir.join(marker).exists()) {
+            return Some(dir.to_path_buf());
+        }
+        dir = dir.parent()?;
+    }
+}
+
+/// Where a binary was looked for, for a message that says so.
+pub const SEARCHED: &str = "node_modules/.bin, .venv/bin and venv/bin of the project, then PATH";
+
+/// Resolves the first of `spec.binaries` that exists: the project's own
+/// `node_modules/.bin`, `.venv/bin` and `venv/bin` (from `root` up to the
+/// workspace), then `PATH`, then versioned names on `PATH`.
+pub fn resolve_binary(spec: &ServerSpec, workspace: &Path, root: &Path) -> Option<PathBuf> {
+    let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    resolve_in(spec, workspace, root, &path_dirs)
+}
+
+fn resolve_in(
+    spec: &ServerSpec,
+    workspace: &Path,
+    root: &Path,
+    path_dirs: &[PathBuf],
+) -> Option<PathBuf> {
+    for name in &spec.binaries {
+        let given = Path::new(name);
+        if given.components().count() > 1 {
+            let path = if given.is_absolute() {
+                given.to_path_buf()
+            } else {
+                workspace.join(given)
+            };
+            if is_executable(&path) {
+                return Some(path);
+            }
+            continue;
+        }
+        let mut dir = Some(root);
+        while let Some(current) = dir.filter(|d| d.starts_with(workspace)) {
+            for local in ["node_modules/.bin", ".venv/bin", "venv/bin"] {
+                let candidate = current.join(local).join(name);
+                if is_executable(&candidate) {
+                    return Some(candidate);
+                }
+            }
+            dir = current.parent();
+        }
+        if let Some(found) = path_dirs
+            .iter()
+            .map(|d| d.join(name))
+            .find(|c| is_executable(c))
+        {
+            return Some(found);
+        }
+    }
+    if spec.versioned {
+        let mut best: Option<(u32, PathBuf)> = None;
+        for dir in path_dirs {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let file_name = entry.file_name();
+                let Some(file_name) = file_name.to_str() else {
+                    continue;
+                };
+                for name in &spec.binaries {
+                    let version = file_name
+                        .strip_prefix(name.as_str())
+                        .and_then(|rest| rest.strip_prefix('-'))
+                        .and_then(|v| v.parse::<u32>().ok());
+                    if let Some(version) = version
+                        && best.as_ref().is_none_or(|(v, _)| version > *v)
+                        && is_executable(&entry.path())
+                    {
+                        best = Some((version, entry.path()));
+                    }
+                }
+            }
+        }
+        return best.map(|(_, path)| path);
+    }
+    None
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// What serving a file would take, as decided by the table.
+#[derive(Debug, Clone)]
+pub enum Choice {
+    /// A server can start: marker and binary are both there.
+    Usable {
+        /// The server.
+        spec: ServerSpec,
+        /// Its root for this file.
+        root: PathBuf,
+        /// Its binary.
+        binary: PathBuf,
+    },
+    /// No server in the table serves this kind of file.
+    NoServer,
+    /// Servers exist for the language but none can start; one reason each.
+    Missing(Vec<String>),
+}
+
+/// Chooses the server for `file`: the first of its language, in table
+/// order, whose marker and binary are both present.
+pub fn choose(config: &Config, workspace: &Path, file: &Path) -> Choice {
+    let Some(language) = language_of(file) else {
+        return Choice::NoServer;
+    };
+    let mut reasons = Vec::new();
+    for spec in config
+        .servers
+        .iter()
+        .filter(|s| s.languages.iter().any(|l| l == language))
+    {
+        let root = find_root(workspace, file, &spec.root_markers);
+        let binary = resolve_binary(spec, workspace, root.as_deref().unwrap_or(workspace));
+        match (root, binary) {
+            (Some(root), Some(binary)) => {
+                return Choice::Usable {
+                    spec: spec.clone(),
+                    root,
+                    binary,
+                };
+            }
+            (root, binary) => {
+                let mut missing = Vec::new();
+                if root.is_none() {
+                    missing.push(format!(
+                        "no root marker ({}) above the file inside the workspace",
+                        spec.root_markers.join(", ")
+                    ));
+                }
+                if binary.is_none() {
+                    missing.push(format!(
+                        "binary `{}` not found in {SEARCHED}",
+                        spec.binaries.join("` or `")
+                    ));
+                }
+                reasons.push(format!("{}: {}", spec.id, missing.join("; ")));
+            }
+        }
+    }
+    if reasons.is_empty() {
+        Choice::NoServer
+    } else {
+        Choice::Missing(reasons)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn executable(path: &Path) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn languages_come_from_extensions() {
+        assert_eq!(language_of(Path::new("a/b.rs")), Some("rust"));
+        assert_eq!(language_of(Path::new("x.PY")), Some("python"));
+        assert_eq!(language_of(Path::new("x.tsx")), Some("typescriptreact"));
+        assert_eq!(language_of(Path::new("x.h")), Some("c"));
+        assert_eq!(language_of(Path::new("x.md")), None);
+    }
+
+    #[test]
+    fn root_is_the_nearest_marker_inside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        std::fs::create_dir_all(ws.join("crates/a/src")).unwrap();
+        std::fs::write(ws.join("Cargo.toml"), "").unwrap();
+        std::fs::write(ws.join("crates/a/Cargo.toml"), "").unwrap();
+        let markers = vec!["Cargo.toml".to_string()];
+        let file = ws.join("crates/a/src/lib.rs");
+        assert_eq!(find_root(ws, &file, &markers), Some(ws.join("crates/a")));
+        assert_eq!(
+            find_root(ws, &ws.join("src/main.rs"), &markers),
+            Some(ws.to_path_buf())
+        );
+        // A marker above the workspace does not count.
+        let inner = ws.join("crates/b");
+        std::fs::create_dir_all(&inner).unwrap();
+        assert_eq!(find_root(&inner, &inner.join("x.rs"), &markers), None);
+    }
+
+    #[test]
+    fn project_binaries_win_and_versioned_names_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        executable(&ws.join("node_modules/.bin/typescript-language-server"));
+        let table = builtin();
+        let ts = table
+            .iter()
+            .find(|s| s.id == "typescript-language-server")
+            .unwrap();
+        assert_eq!(
+            resolve_binary(ts, ws, &ws.join("web")),
+            Some(ws.join("node_modules/.bin/typescript-language-server"))
+        );
+        // Versioned names: simulate a PATH holding clangd-14 and clangd-19.
+        let bin = tempfile::tempdir().unwrap();
+        executable(&bin.path().join("clangd-14"));
+        executable(&bin.path().join("clangd-19"));
+        executable(&bin.path().join("clangd-tidy"));
+        let clangd = table.iter().find(|s| s.id == "clangd").unwrap();
+        let path = [bin.path().to_path_buf()];
+        assert_eq!(
+            resolve_in(clangd, ws, ws, &path),
+            Some(bin.path().join("clangd-19"))
+        );
+        executable(&bin.path().join("clangd"));
+        assert_eq!(
+            resolve_in(clangd, ws, ws, &path),
+            Some(bin.path().join("clangd"))
+        );
+        let mut plain = clangd.clone();
+        plain.versioned = false;
+        std::fs::remove_file(bin.path().join("clangd")).unwrap();
+        assert_eq!(resolve_in(&plain, ws, ws, &path), None);
+    }
+
+    #[test]
+    fn choose_says_which_of_marker_and_binary_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        let mut config = Config::default();
+        for server in &mut config.servers {
+            server.binaries = vec![format!("gantry-test-missing-{}", server.id)];
+            server.versioned = false;
+        }
+        let file = ws.join("main.go");
+        match choose(&config, ws, &file) {
+            Choice::Missing(reasons) => {
+                assert_eq!(reasons.len(), 1);
+                assert!(reasons[0].starts_with("gopls: no root marker (go.work, go.mod)"));
+                assert!(reasons[0].contains("binary `gantry-test-missing-gopls` not found"));
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::write(ws.join("go.mod"), "module x\n").unwrap();
+        let Choice::Missing(reasons) = choose(&config, ws, &file) else {
+            panic!()
+        };
+        assert!(!reasons[0].contains("root marker"), "{reasons:?}");
+        executable(&ws.join(".venv/bin/gantry-test-missing-gopls"));
+        assert!(matches!(
+            choose(&config, ws, &file),
+            Choice::Usable { ref root, .. } if root == ws
+        ));
+        assert!(matches!(
+            choose(&config, ws, &ws.join("README.md")),
+            Choice::NoServer
+        ));
+    }
+
+    #[test]
+    fn settings_change_add_and_disable_servers() {
+        let settings: LspSettings = serde_json::from_value(serde_json::json!({
+            "idleSeconds": 5,
+            "servers": {
+                "basedpyright": {"disabled": true},
+                "clangd": {"args": ["--log=verbose"]},
+                "zls": {"command": ["zls"], "languages": ["zig"], "rootMarkers": ["build.zig"]}
+            }
+        }))
+        .unwrap();
+        let config = Config::from_settings(settings);
+        assert_eq!(config.idle, Duration::from_secs(5));
+        assert!(config.servers.iter().all(|s| s.id != "basedpyright"));
+        let clangd = config.servers.iter().find(|s| s.id == "clangd").unwrap();
+        assert_eq!(clangd.args, ["--log=verbose"]);
+        assert!(clangd.versioned);
+        let zls = config.servers.iter().find(|s| s.id == "zls").unwrap();
+        assert_eq!(zls.root_markers, ["build.zig"]);
+        let bad = serde_json::from_value::<LspSettings>(serde_json::json!({"idle": 1}));
+        assert!(bad.unwrap_err().to_string().contains("unknown field"));
+    }
+}
