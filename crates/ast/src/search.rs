@@ -1,0 +1,264 @@
+//! Finding the files to search and searching them in parallel: an
+//! ignore-aware walk, a literal prefilter before any parse, the run's
+//! parse cache, and an early stop once enough matches are found.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ast_grep_core::replacer::TemplateFix;
+use ast_grep_language::SupportLang;
+use gantry_core::CancellationToken;
+
+use crate::cache::{ParseCache, Stamp};
+use crate::lang;
+use crate::pattern::{AstRoot, Found, Query};
+
+/// A file of a supported language found by the walk.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// The grammar its extension names.
+    pub lang: SupportLang,
+    /// Size and mtime, for the cache.
+    pub stamp: Stamp,
+}
+
+/// Every file under `root` (or `root` itself) whose extension names an
+/// enabled language, sorted by path. `.gitignore` and friends are
+/// respected, in or out of a git repository; hidden files are skipped.
+pub fn walk(root: &Path) -> io::Result<Vec<Candidate>> {
+    let metadata = std::fs::metadata(root)?;
+    if metadata.is_file() {
+        return Ok(lang::of_path(root)
+            .map(|lang| Candidate {
+                path: root.to_path_buf(),
+                lang,
+                stamp: stamp(&metadata, lang),
+            })
+            .into_iter()
+            .collect());
+    }
+    let found = Mutex::new(Vec::new());
+    ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .threads(threads())
+        .build_parallel()
+        .run(|| {
+            let mut batch = Batch {
+                local: Vec::new(),
+                sink: &found,
+            };
+            Box::new(move |entry| {
+                if let Ok(entry) = entry
+                    && entry.file_type().is_some_and(|t| t.is_file())
+                    && let Some(lang) = lang::of_path(entry.path())
+                    && let Ok(metadata) = entry.metadata()
+                {
+                    batch.local.push(Candidate {
+                        path: entry.into_path(),
+                        lang,
+                        stamp: stamp(&metadata, lang),
+                    });
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+/// One walker thread's finds, handed over when the thread's visitor is
+/// dropped, so the shared list is locked once per thread.
+struct Batch<'a> {
+    local: Vec<Candidate>,
+    sink: &'a Mutex<Vec<Candidate>>,
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        lock(self.sink).append(&mut self.local);
+    }
+}
+
+fn stamp(metadata: &std::fs::Metadata, lang: SupportLang) -> Stamp {
+    Stamp {
+        modified: metadata.modified().ok(),
+        len: metadata.len(),
+        lang,
+    }
+}
+
+/// Languages found among candidates, with file counts.
+pub fn languages(candidates: &[Candidate]) -> BTreeMap<&'static str, usize> {
+    let mut counts = BTreeMap::new();
+    for candidate in candidates {
+        *counts.entry(lang::id(candidate.lang)).or_default() += 1;
+    }
+    counts
+}
+
+/// Matches in one file.
+pub struct FileMatches {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// The text the matches are in (shared with the cache).
+    pub doc: Arc<AstRoot>,
+    /// In document order.
+    pub found: Vec<Found>,
+}
+
+/// What a search did, beyond its matches, so an empty result can be told
+/// apart from a wrong pattern.
+#[derive(Default)]
+pub struct Outcome {
+    /// Files with matches, in path order.
+    pub files: Vec<FileMatches>,
+    /// Matches found (all of them, or all found before the early stop).
+    pub total: usize,
+    /// Whether the search stopped early at the limit.
+    pub stopped: bool,
+    /// Files of the pattern's language considered.
+    pub searched: usize,
+    /// Of those, files that contained the pattern's literal text and were
+    /// parsed (or came from the cache).
+    pub parsed: usize,
+    /// Parsed files with syntax errors (searched anyway).
+    pub with_errors: Vec<PathBuf>,
+    /// Files that could not be read or are not UTF-8, with why.
+    pub unreadable: Vec<(PathBuf, String)>,
+}
+
+/// Searches `candidates` (already filtered to the query's language) with
+/// up to `limit` matches (it stops taking new files once more than
+/// `limit` are found, so "at least N" can be said).
+pub fn run(
+    candidates: &[Candidate],
+    query: &Query,
+    cache: &ParseCache,
+    fix: Option<&TemplateFix>,
+    limit: Option<usize>,
+    cancel: &CancellationToken,
+) -> Outcome {
+    let next = AtomicUsize::new(0);
+    let total = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let results: Mutex<Vec<(usize, FileOutcome)>> = Mutex::new(Vec::new());
+    let workers = threads().min(candidates.len()).max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let mut local = Vec::new();
+                loop {
+                    if stop.load(Ordering::Relaxed) || cancel.is_cancelled() {
+                        break;
+                    }
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(candidate) = candidates.get(index) else {
+                        break;
+                    };
+                    let outcome = search_file(candidate, query, cache, fix);
+                    if let FileOutcome::Searched { found, .. } = &outcome {
+                        let now = total.fetch_add(found.len(), Ordering::Relaxed) + found.len();
+                        if limit.is_some_and(|limit| now > limit) {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    local.push((index, outcome));
+                }
+                lock(&results).append(&mut local);
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    results.sort_by_key(|(index, _)| *index);
+    let mut outcome = Outcome {
+        stopped: stop.load(Ordering::Relaxed),
+        searched: results.len(),
+        ..Outcome::default()
+    };
+    for (index, result) in results {
+        let path = candidates[index].path.clone();
+        match result {
+            FileOutcome::Skipped => {}
+            FileOutcome::Unreadable(why) => outcome.unreadable.push((path, why)),
+            FileOutcome::Searched {
+                doc,
+                found,
+                has_error,
+            } => {
+                outcome.parsed += 1;
+                if has_error {
+                    outcome.with_errors.push(path.clone());
+                }
+                outcome.total += found.len();
+                if !found.is_empty() {
+                    outcome.files.push(FileMatches { path, doc, found });
+                }
+            }
+        }
+    }
+    outcome
+}
+
+enum FileOutcome {
+    /// The prefilter ruled it out.
+    Skipped,
+    Unreadable(String),
+    Searched {
+        doc: Arc<AstRoot>,
+        found: Vec<Found>,
+        has_error: bool,
+    },
+}
+
+fn search_file(
+    candidate: &Candidate,
+    query: &Query,
+    cache: &ParseCache,
+    fix: Option<&TemplateFix>,
+) -> FileOutcome {
+    let doc = match cache.get(&candidate.path, &candidate.stamp) {
+        Some(doc) => {
+            if !query.may_match(doc.source().as_bytes()) {
+                return FileOutcome::Skipped;
+            }
+            doc
+        }
+        None => {
+            let bytes = match std::fs::read(&candidate.path) {
+                Ok(bytes) => bytes,
+                Err(e) => return FileOutcome::Unreadable(e.to_string()),
+            };
+            if !query.may_match(&bytes) {
+                return FileOutcome::Skipped;
+            }
+            let text = match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(_) => return FileOutcome::Unreadable("not UTF-8 text".into()),
+            };
+            let doc = Arc::new(AstRoot::str(&text, candidate.lang));
+            cache.insert(&candidate.path, candidate.stamp, doc.clone());
+            doc
+        }
+    };
+    let found = query.find(&doc, fix);
+    let has_error = doc.root().get_inner_node().has_error();
+    FileOutcome::Searched {
+        doc,
+        found,
+        has_error,
+    }
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,80 @@
+//! Shared helpers: a workspace of real files in a temp dir, a run with the
+//! ast family registered, and calls through the real pipeline.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use gantry_core::{Run, Workspace};
+use serde_json::Value;
+
+/// The state directory every test of a binary (and its children) uses, so
+/// write-path journals never land in the user's.
+pub fn state_dir() -> &'static Path {
+    static STATE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    STATE
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            // Set once, before any write reads it.
+            unsafe { std::env::set_var("GANTRY_STATE_DIR", dir.path()) };
+            dir
+        })
+        .path()
+}
+
+/// A temp workspace holding `files`, and a run over it.
+pub fn workspace(files: &[(&str, &str)]) -> (tempfile::TempDir, Run) {
+    state_dir();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    let run = gantry_ast::register(Run::builder(Workspace::new(dir.path()).unwrap())).build();
+    (dir, run)
+}
+
+/// The text of a successful call; panics with the error otherwise.
+pub async fn ok(run: &Run, tool: &str, args: Value) -> String {
+    match run.call(tool, args.clone()).await {
+        Ok(result) => result.text_content(),
+        Err(error) => panic!("{tool} {args} failed: {}", error.message),
+    }
+}
+
+/// The message of a failed call; panics if it succeeded.
+pub async fn err(run: &Run, tool: &str, args: Value) -> String {
+    match run.call(tool, args.clone()).await {
+        Ok(result) => panic!(
+            "{tool} {args} should have failed, got:\n{}",
+            result.text_content()
+        ),
+        Err(error) => error.message,
+    }
+}
+
+/// `path:line:col` locations of an ast_grep result, in order.
+pub fn locations(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let (location, _) = line.split_once(": ")?;
+            (location.matches(':').count() == 2 && !location.contains(' '))
+                .then(|| location.to_string())
+        })
+        .collect()
+}
+
+/// The file's content in the workspace.
+pub fn read(run: &Run, name: &str) -> String {
+    std::fs::read_to_string(run.workspace().root().join(name)).unwrap()
+}
+
+/// The edit id of an ast_edit result.
+pub fn edit_id(text: &str) -> String {
+    let start = text.find("edit_id \"").expect("an edit id") + "edit_id \"".len();
+    let end = text[start..].find('"').unwrap() + start;
+    text[start..end].to_string()
+}
