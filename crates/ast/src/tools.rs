@@ -199,22 +199,27 @@ fn compile(pattern: &str, lang: SupportLang) -> Result<Query, ToolError> {
     Query::compile(pattern, lang).map_err(|e| ToolError::Failed(e.0))
 }
 
-/// Runs the blocking search on the blocking pool.
-async fn search_blocking(
-    run: Run,
-    cancel: gantry_core::CancellationToken,
-    state: &Arc<AstState>,
+/// One search (or the search of an edit) as asked.
+struct Request {
     path: Option<String>,
     language: Option<String>,
     pattern: String,
     rewrite: Option<String>,
     limit: Option<usize>,
+}
+
+/// Runs the blocking walk, compile and search on the blocking pool.
+async fn search_blocking(
+    run: Run,
+    cancel: gantry_core::CancellationToken,
+    state: &Arc<AstState>,
+    request: Request,
 ) -> Result<(Target, Query, Outcome, usize), ToolError> {
     let state = state.clone();
     let task = tokio::task::spawn_blocking(move || {
-        let target = target(&run, path.as_deref(), language.as_deref())?;
-        let query = compile(&pattern, target.lang)?;
-        let fix = match &rewrite {
+        let target = target(&run, request.path.as_deref(), request.language.as_deref())?;
+        let query = compile(&request.pattern, target.lang)?;
+        let fix = match &request.rewrite {
             Some(rewrite) => Some(validate_rewrite(rewrite, &query)?),
             None => None,
         };
@@ -223,7 +228,7 @@ async fn search_blocking(
             &query,
             &state.cache,
             fix.as_ref(),
-            limit,
+            request.limit,
             &cancel,
         );
         if cancel.is_cancelled() {
@@ -326,11 +331,13 @@ impl Tool for AstGrep {
             ctx.run.clone(),
             ctx.cancel.clone(),
             &self.state,
-            params.path,
-            params.language,
-            params.pattern,
-            None,
-            Some(max),
+            Request {
+                path: params.path,
+                language: params.language,
+                pattern: params.pattern,
+                rewrite: None,
+                limit: Some(max),
+            },
         )
         .await?;
         Ok(ToolResult::text(render_search(
@@ -535,11 +542,13 @@ impl Tool for AstEdit {
             ctx.run.clone(),
             ctx.cancel.clone(),
             &self.state,
-            params.path,
-            params.language,
-            params.pattern,
-            Some(params.rewrite),
-            None,
+            Request {
+                path: params.path,
+                language: params.language,
+                pattern: params.pattern,
+                rewrite: Some(params.rewrite),
+                limit: None,
+            },
         )
         .await?;
         let ws = ctx.run.workspace();
