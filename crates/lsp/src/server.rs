@@ -46,6 +46,8 @@ pub struct Published {
 /// What the notification pump learns; read by requests and the write hook.
 #[derive(Default)]
 pub struct Observed {
+    warming: Option<String>,
+    warm: AtomicBool,
     progress: Mutex<HashMap<String, String>>,
     quiescent: Mutex<Option<bool>>,
     diagnostics: Mutex<HashMap<PathBuf, Published>>,
@@ -56,9 +58,25 @@ pub struct Observed {
 }
 
 impl Observed {
+    fn new(ready_log: Option<String>) -> Self {
+        Observed {
+            warm: AtomicBool::new(ready_log.is_none()),
+            warming: ready_log,
+            ..Observed::default()
+        }
+    }
+
+    /// Whether the server has not yet said it loaded the workspace.
+    pub fn warming(&self) -> bool {
+        !self.warm.load(Ordering::SeqCst)
+    }
+
     /// What the server is busy with, if it said so: an open work-done
     /// progress, or rust-analyzer not yet quiescent.
     pub fn indexing(&self) -> Option<String> {
+        if self.warming() {
+            return Some("loading the workspace".into());
+        }
         if let Some(title) = lock(&self.progress).values().next() {
             return Some(title.clone());
         }
@@ -125,7 +143,11 @@ impl Observed {
                 let value = &message.params["value"];
                 match value["kind"].as_str() {
                     Some("begin") => {
-                        let title = value["title"].as_str().unwrap_or("working").to_string();
+                        let title = value["title"]
+                            .as_str()
+                            .filter(|t| !t.is_empty())
+                            .unwrap_or("analysing")
+                            .to_string();
                         lock(&self.progress).insert(token, title);
                     }
                     Some("end") => {
@@ -133,6 +155,17 @@ impl Observed {
                     }
                     _ => return,
                 }
+            }
+            "window/logMessage" => {
+                let loaded = self.warming.as_deref().is_some_and(|marker| {
+                    message.params["message"]
+                        .as_str()
+                        .is_some_and(|text| text.contains(marker))
+                });
+                if !loaded {
+                    return;
+                }
+                self.warm.store(true, Ordering::SeqCst);
             }
             "experimental/serverStatus" => {
                 *lock(&self.quiescent) = message.params["quiescent"].as_bool();
@@ -266,7 +299,7 @@ impl Server {
             answer_server_request(method, params, &settings, &root_uri)
         });
         let (transport, incoming) = Transport::start(BufReader::new(stdout), stdin, handler);
-        let observed = Arc::new(Observed::default());
+        let observed = Arc::new(Observed::new(launch.spec.ready_log.clone()));
         tokio::spawn(pump(incoming, observed.clone()));
 
         let (exit_tx, exit) = watch::channel(None);
@@ -408,6 +441,18 @@ impl Server {
     /// re-sent, so no answer comes from a stale view.
     pub async fn refresh(&self) {
         *lock(&self.last_used) = Instant::now();
+        if self.observed.warming() {
+            let deadline = tokio::time::Instant::now() + self.request_timeout;
+            let mut events = self.observed.events();
+            while self.observed.warming() {
+                if tokio::time::timeout_at(deadline, events.changed())
+                    .await
+                    .map_or(true, |r| r.is_err())
+                {
+                    break;
+                }
+            }
+        }
         let changes: Vec<_> = lock(&self.disk_changes).drain().collect();
         let mut docs = self.docs.lock().await;
         let mut events = Vec::new();
@@ -740,7 +785,12 @@ mod tests {
 
     #[test]
     fn progress_and_server_status_make_a_server_busy() {
-        let observed = Observed::default();
+        let observed = Observed::new(Some("source file".into()));
+        assert!(observed.indexing().is_some());
+        observed.on_incoming(Incoming {
+            method: "window/logMessage".into(),
+            params: json!({"type": 3, "message": "Found 3 source files"}),
+        });
         let message = |method: &str, params: Value| Incoming {
             method: method.into(),
             params,

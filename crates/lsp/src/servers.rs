@@ -30,6 +30,12 @@ pub struct ServerSpec {
     pub initialization_options: Value,
     /// Answered to `workspace/configuration`, looked up by section.
     pub settings: Value,
+    /// Text of the log message by which a server that reports no progress
+    /// says it has finished loading the workspace (pyright's "Found N
+    /// source files"). Until it arrives the server counts as indexing and
+    /// requests wait for it (bounded), because pyright leaves requests
+    /// sent earlier unanswered.
+    pub ready_log: Option<String>,
 }
 
 fn spec(
@@ -49,6 +55,7 @@ fn spec(
         root_markers: strings(root_markers),
         initialization_options: Value::Null,
         settings: Value::Null,
+        ready_log: None,
     }
 }
 
@@ -78,6 +85,11 @@ pub fn builtin() -> Vec<ServerSpec> {
         ],
     );
     clangd.versioned = true;
+    let pyright_like = |id: &str, binary: &str| {
+        let mut server = spec(id, &[binary], &["--stdio"], &["python"], PYTHON_MARKERS);
+        server.ready_log = Some("source file".into());
+        server
+    };
     vec![
         spec(
             "rust-analyzer",
@@ -86,20 +98,8 @@ pub fn builtin() -> Vec<ServerSpec> {
             &["rust"],
             &["Cargo.toml"],
         ),
-        spec(
-            "basedpyright",
-            &["basedpyright-langserver"],
-            &["--stdio"],
-            &["python"],
-            PYTHON_MARKERS,
-        ),
-        spec(
-            "pyright",
-            &["pyright-langserver"],
-            &["--stdio"],
-            &["python"],
-            PYTHON_MARKERS,
-        ),
+        pyright_like("basedpyright", "basedpyright-langserver"),
+        pyright_like("pyright", "pyright-langserver"),
         spec("pylsp", &["pylsp"], &[], &["python"], PYTHON_MARKERS),
         spec(
             "typescript-language-server",

@@ -197,6 +197,16 @@ impl Supervisor {
         if self.inner.ended.load(Ordering::SeqCst) {
             return;
         }
+        // A process that died a moment ago may not have been reaped yet;
+        // a closed pipe says the same thing sooner.
+        if let Phase::Ready(server) = slot.phase() {
+            let gone = server
+                .exited()
+                .or_else(|| server.client().transport().closed_reason());
+            if let Some(reason) = gone {
+                self.exited(slot, reason);
+            }
+        }
         let max = self.inner.config.max_restarts;
         let mut start = false;
         slot.phase.send_if_modified(|phase| match phase {
@@ -264,6 +274,9 @@ impl Supervisor {
         if server.is_stopping() || self.inner.ended.load(Ordering::SeqCst) {
             return;
         }
+        // Helpers the server started (node under a Python shim) would
+        // otherwise outlive it.
+        server.kill_now();
         let used = slot.restarts.load(Ordering::SeqCst);
         let max = self.inner.config.max_restarts;
         let next = if used < max {
