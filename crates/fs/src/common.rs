@@ -1,9 +1,46 @@
-//! Helpers the three tools share: running blocking work off the runtime,
-//! sizes people can read, and "not found" errors that point at what exists.
+//! Helpers the tools share: running blocking work off the runtime, the
+//! ignore-aware walk, sizes and counts people can read, and "not found"
+//! errors that point at what exists.
 
 use std::path::{Component, Path};
 
 use gantry_core::{ToolError, Workspace};
+use ignore::WalkBuilder;
+
+/// The walk every searching tool shares, the way ripgrep walks: in
+/// parallel; .gitignore, .ignore and git's exclude file respected even
+/// outside a git repository (a fresh checkout without `.git`, a vendored
+/// tree), because those are the files a person means by "the project";
+/// hidden files skipped unless `hidden` (the pattern names one); symlinks
+/// not followed, so nothing outside the workspace is reached.
+pub(crate) fn walker(from: &Path, hidden: bool) -> WalkBuilder {
+    let mut walk = WalkBuilder::new(from);
+    walk.hidden(!hidden)
+        .require_git(false)
+        .follow_links(false)
+        // Git's own store is never what a search is after, even when
+        // hidden files are walked.
+        .filter_entry(|entry| entry.file_name() != ".git");
+    walk
+}
+
+/// A count with thousands separators, as people read it: `1,234`.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// `1 file`, `2 files`: a count with its noun.
+pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
 
 /// Runs filesystem work on the blocking pool, so a slow disk or a huge
 /// tree never stalls the run's other calls.
@@ -165,6 +202,16 @@ mod tests {
         assert_eq!(human_size(1_234_567), "1.2 MB");
         assert_eq!(human_size(999_999), "1.0 MB");
         assert_eq!(human_size(2_147_483_648), "2.1 GB");
+    }
+
+    #[test]
+    fn counts_read_naturally() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_234), "1,234");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(counted(1, "file", "files"), "1 file");
+        assert_eq!(counted(12_000, "file", "files"), "12,000 files");
     }
 
     #[test]

@@ -10,11 +10,11 @@ use gantry_core::{
     Workspace,
 };
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::common::{blocking, fenced, io_failure, quote};
+use crate::common::{blocking, fenced, io_failure, quote, walker};
 
 /// Results shown when nothing else is configured: enough to see the shape
 /// of a match set, few enough to keep the model's context for the work.
@@ -72,8 +72,10 @@ impl Glob {
     }
 }
 
-/// How the pattern is applied to each file.
-struct Matcher {
+/// How a glob pattern is applied to each file; shared with grep's
+/// `include` and read_many_files, so one pattern means the same thing in
+/// every tool.
+pub(crate) struct Matcher {
     /// A set of one: a set picks a literal, extension or suffix strategy
     /// where it can (`**/*.rs` is an extension check), a lone matcher
     /// always runs the regex.
@@ -81,10 +83,26 @@ struct Matcher {
     /// Match the file name only (the pattern has no `/`).
     name_only: bool,
     /// The pattern names hidden files, so they must be walked.
-    wants_hidden: bool,
+    pub(crate) wants_hidden: bool,
 }
 
-fn compile(pattern: &str) -> Result<Matcher, String> {
+impl Matcher {
+    /// Whether the file at `path`, found under `base`, matches: by name
+    /// for a pattern without `/`, by the path relative to `base` otherwise.
+    pub(crate) fn is_match(&self, path: &Path, base: &Path) -> bool {
+        if self.name_only {
+            path.file_name()
+                .is_some_and(|name| self.glob.is_match(name))
+        } else {
+            path.strip_prefix(base)
+                .is_ok_and(|relative| self.glob.is_match(relative))
+        }
+    }
+}
+
+/// Compiles a glob with the glob tool's semantics; the error names the
+/// `pattern` parameter, so callers with another parameter name rewrite it.
+pub(crate) fn compile(pattern: &str) -> Result<Matcher, String> {
     let pattern = pattern.trim();
     let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
     let glob = GlobBuilder::new(pattern)
@@ -106,9 +124,10 @@ fn compile(pattern: &str) -> Result<Matcher, String> {
     })
 }
 
-struct Hit {
-    modified: SystemTime,
-    path: PathBuf,
+/// A matching file and when it was last changed.
+pub(crate) struct Hit {
+    pub(crate) modified: SystemTime,
+    pub(crate) path: PathBuf,
 }
 
 /// Everything the walker threads share.
@@ -147,13 +166,7 @@ impl Visitor<'_> {
             return;
         }
         let path = entry.path();
-        let matched = if shared.matcher.name_only {
-            shared.matcher.glob.is_match(entry.file_name())
-        } else {
-            path.strip_prefix(shared.base)
-                .is_ok_and(|relative| shared.matcher.glob.is_match(relative))
-        };
-        if !matched {
+        if !shared.matcher.is_match(path, shared.base) {
             return;
         }
         let meta = if file_type.is_symlink() {
@@ -209,10 +222,45 @@ impl Drop for Visitor<'_> {
     }
 }
 
-/// What one search found, sorted newest first.
-struct Found {
-    hits: Vec<Hit>,
-    unreadable: usize,
+/// What one walk found; [`search`] sorts it newest first.
+pub(crate) struct Found {
+    pub(crate) hits: Vec<Hit>,
+    /// Entries the walk could not read (permissions, races).
+    pub(crate) unreadable: usize,
+}
+
+/// Walks `from` the way the glob tool does and collects, unsorted, the
+/// files `matcher` accepts relative to `base` (which is `from` or one of
+/// its ancestors: read_many_files walks `src` for `src/**/*.rs` but matches
+/// against the workspace-relative path).
+pub(crate) fn collect(
+    workspace: &Workspace,
+    from: &Path,
+    base: &Path,
+    matcher: &Matcher,
+    cancel: &CancellationToken,
+) -> Result<Found, ToolError> {
+    let shared = Shared {
+        matcher,
+        base,
+        workspace,
+        cancel,
+        hits: Mutex::new(Vec::new()),
+        unreadable: AtomicUsize::new(0),
+    };
+    walker(from, matcher.wants_hidden)
+        .build_parallel()
+        .visit(&mut &shared);
+    if cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    Ok(Found {
+        hits: shared
+            .hits
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        unreadable: shared.unreadable.into_inner(),
+    })
 }
 
 fn search(
@@ -229,40 +277,15 @@ fn search(
             quote(&workspace.display(base))
         )));
     }
-    let mut walk = WalkBuilder::new(base);
-    walk.hidden(!matcher.wants_hidden)
-        .require_git(false)
-        .follow_links(false)
-        // Git's own store is never what a file search is after, even when
-        // hidden files are walked.
-        .filter_entry(|entry| entry.file_name() != ".git");
-    let shared = Shared {
-        matcher,
-        base,
-        workspace,
-        cancel,
-        hits: Mutex::new(Vec::new()),
-        unreadable: AtomicUsize::new(0),
-    };
-    walk.build_parallel().visit(&mut &shared);
-    if cancel.is_cancelled() {
-        return Err(ToolError::Cancelled);
-    }
-    let mut hits = shared
-        .hits
-        .into_inner()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut found = collect(workspace, base, base, matcher, cancel)?;
     // Ties by the path's bytes: `Path`'s own ordering walks components
     // and costs several times more on a tree of same-second checkouts.
-    hits.sort_unstable_by(|a, b| {
+    found.hits.sort_unstable_by(|a, b| {
         b.modified
             .cmp(&a.modified)
             .then_with(|| a.path.as_os_str().cmp(b.path.as_os_str()))
     });
-    Ok(Found {
-        hits,
-        unreadable: shared.unreadable.into_inner(),
-    })
+    Ok(found)
 }
 
 #[gantry_core::async_trait]
@@ -323,7 +346,7 @@ impl Tool for Glob {
 /// Models sometimes put the folder into the pattern as an absolute path;
 /// a pattern under the search folder is made relative to it, any other
 /// absolute pattern is refused with what to do instead.
-fn relative_pattern(pattern: &str, base: &Path) -> Result<String, ToolError> {
+pub(crate) fn relative_pattern(pattern: &str, base: &Path) -> Result<String, ToolError> {
     let trimmed = pattern.trim();
     if !trimmed.starts_with('/') {
         return Ok(trimmed.to_string());

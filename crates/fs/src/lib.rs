@@ -1,5 +1,5 @@
-//! Gantry's read-only workspace file tools: `ls`, `read_file` and `glob`
-//! (SPEC §5).
+//! Gantry's read-only workspace file tools: `ls`, `read_file`, `glob` and
+//! `grep` (SPEC §5).
 //!
 //! These are the tools an agent uses to find its way around a checkout
 //! before it changes anything, so they are built for a language model
@@ -33,6 +33,7 @@
 
 mod common;
 pub mod glob;
+pub mod grep;
 pub mod ls;
 pub mod read_file;
 mod sniff;
@@ -42,6 +43,7 @@ use std::sync::Arc;
 use gantry_core::{DynTool, RunBuilder};
 
 pub use glob::{Glob, GlobParams};
+pub use grep::{Grep, GrepParams};
 pub use ls::{Ls, LsParams};
 pub use read_file::{ReadFile, ReadFileParams};
 
@@ -49,11 +51,16 @@ pub use read_file::{ReadFile, ReadFileParams};
 /// wires tools itself (filters them, wraps them) rather than through
 /// [`register`].
 pub fn tools() -> Vec<Arc<dyn DynTool>> {
-    vec![Arc::new(Ls), Arc::new(ReadFile), Arc::new(Glob::default())]
+    vec![
+        Arc::new(Ls),
+        Arc::new(ReadFile),
+        Arc::new(Glob::default()),
+        Arc::new(Grep),
+    ]
 }
 
-/// Adds `ls`, `read_file` and `glob` to a run being wired. They need no
-/// resource beyond the workspace, so every run can have them.
+/// Adds `ls`, `read_file`, `glob` and `grep` to a run being wired. They need no resource beyond the workspace, so every run
+/// can have them.
 pub fn register(mut builder: RunBuilder) -> RunBuilder {
     for tool in tools() {
         builder.add_tool(tool);

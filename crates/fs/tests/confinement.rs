@@ -16,6 +16,7 @@ async fn paths_outside_the_workspace_are_refused_by_every_tool() {
         ("read_file", json!({"path": "../etc/passwd"})),
         ("read_file", json!({"path": "/etc/passwd"})),
         ("glob", json!({"pattern": "*", "path": ".."})),
+        ("grep", json!({"pattern": "root", "path": "/etc"})),
     ];
     for (tool, args) in calls {
         let err = fx.call(tool, args.clone()).await.unwrap_err();
@@ -110,9 +111,22 @@ async fn the_family_is_read_tier_with_documented_parameters() {
     let fx = Fixture::new();
     let tools = fx.run.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["glob", "ls", "read_file"]);
-    let expected: [(&str, &[&str], &[&str]); 3] = [
+    assert_eq!(names, ["glob", "grep", "ls", "read_file"]);
+    let expected: [(&str, &[&str], &[&str]); 4] = [
         ("glob", &["pattern", "path"], &["pattern"]),
+        (
+            "grep",
+            &[
+                "pattern",
+                "path",
+                "include",
+                "case_insensitive",
+                "literal",
+                "context",
+                "max_results",
+            ],
+            &["pattern"],
+        ),
         ("ls", &["path", "ignore"], &[]),
         ("read_file", &["path", "offset", "limit"], &["path"]),
     ];
@@ -139,8 +153,11 @@ async fn the_family_is_read_tier_with_documented_parameters() {
         assert_eq!(req, required, "{name}");
         assert_eq!(schema["additionalProperties"], false, "{name}");
     }
-    let ls = &tools[1].input_schema["properties"];
+    let ls = &tools[2].input_schema["properties"];
     assert_eq!(ls["path"]["default"], ".");
+    let grep = &tools[1].input_schema["properties"];
+    assert_eq!(grep["context"]["maximum"], 10);
+    assert_eq!(grep["max_results"]["maximum"], 2000);
 }
 
 #[tokio::test]
@@ -159,5 +176,9 @@ async fn describe_says_what_a_call_will_do() {
     assert_eq!(
         describe("glob", json!({"pattern": "**/*.rs"})),
         "find files matching `**/*.rs` in `.`"
+    );
+    assert_eq!(
+        describe("grep", json!({"pattern": "fn main", "include": "*.rs"})),
+        "search for `fn main` in `.` (files matching `*.rs`)"
     );
 }
