@@ -372,7 +372,7 @@ pub enum Choice {
     /// A server can start: marker and binary are both there.
     Usable {
         /// The server.
-        spec: ServerSpec,
+        spec: Box<ServerSpec>,
         /// Its root for this file.
         root: PathBuf,
         /// Its binary.
@@ -401,7 +401,7 @@ pub fn choose(config: &Config, workspace: &Path, file: &Path) -> Choice {
         match (root, binary) {
             (Some(root), Some(binary)) => {
                 return Choice::Usable {
-                    spec: spec.clone(),
+                    spec: Box::new(spec.clone()),
                     root,
                     binary,
                 };

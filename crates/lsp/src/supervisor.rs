@@ -181,7 +181,7 @@ impl Supervisor {
                     .entry((spec.id.clone(), root.clone()))
                     .or_insert_with(|| {
                         Arc::new(Slot {
-                            spec,
+                            spec: *spec,
                             root,
                             binary,
                             phase: watch::channel(Phase::Idle(None)).0,
