@@ -1,5 +1,5 @@
-//! Gantry's read-only workspace file tools: `ls`, `read_file`, `glob` and
-//! `grep` (SPEC §5).
+//! Gantry's read-only workspace file tools: `ls`, `read_file`,
+//! `read_many_files`, `glob` and `grep` (SPEC §5).
 //!
 //! These are the tools an agent uses to find its way around a checkout
 //! before it changes anything, so they are built for a language model
@@ -36,6 +36,7 @@ pub mod glob;
 pub mod grep;
 pub mod ls;
 pub mod read_file;
+pub mod read_many_files;
 mod sniff;
 
 use std::sync::Arc;
@@ -46,6 +47,7 @@ pub use glob::{Glob, GlobParams};
 pub use grep::{Grep, GrepParams};
 pub use ls::{Ls, LsParams};
 pub use read_file::{ReadFile, ReadFileParams};
+pub use read_many_files::{ReadManyFiles, ReadManyFilesParams};
 
 /// The family's tools with their default limits, for a front end that
 /// wires tools itself (filters them, wraps them) rather than through
@@ -54,12 +56,14 @@ pub fn tools() -> Vec<Arc<dyn DynTool>> {
     vec![
         Arc::new(Ls),
         Arc::new(ReadFile),
+        Arc::new(ReadManyFiles::default()),
         Arc::new(Glob::default()),
         Arc::new(Grep),
     ]
 }
 
-/// Adds `ls`, `read_file`, `glob` and `grep` to a run being wired. They need no resource beyond the workspace, so every run
+/// Adds `ls`, `read_file`, `read_many_files`, `glob` and `grep` to a run
+/// being wired. They need no resource beyond the workspace, so every run
 /// can have them.
 pub fn register(mut builder: RunBuilder) -> RunBuilder {
     for tool in tools() {

@@ -111,8 +111,11 @@ async fn the_family_is_read_tier_with_documented_parameters() {
     let fx = Fixture::new();
     let tools = fx.run.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["glob", "grep", "ls", "read_file"]);
-    let expected: [(&str, &[&str], &[&str]); 4] = [
+    assert_eq!(
+        names,
+        ["glob", "grep", "ls", "read_file", "read_many_files"]
+    );
+    let expected: [(&str, &[&str], &[&str]); 5] = [
         ("glob", &["pattern", "path"], &["pattern"]),
         (
             "grep",
@@ -129,6 +132,11 @@ async fn the_family_is_read_tier_with_documented_parameters() {
         ),
         ("ls", &["path", "ignore"], &[]),
         ("read_file", &["path", "offset", "limit"], &["path"]),
+        (
+            "read_many_files",
+            &["paths", "include", "exclude"],
+            &["paths"],
+        ),
     ];
     for (tool, (name, params, required)) in tools.iter().zip(expected) {
         assert_eq!(tool.name, name);
@@ -158,6 +166,8 @@ async fn the_family_is_read_tier_with_documented_parameters() {
     let grep = &tools[1].input_schema["properties"];
     assert_eq!(grep["context"]["maximum"], 10);
     assert_eq!(grep["max_results"]["maximum"], 2000);
+    let many = &tools[4].input_schema["properties"];
+    assert_eq!(many["paths"]["minItems"], 1);
 }
 
 #[tokio::test]
@@ -180,5 +190,12 @@ async fn describe_says_what_a_call_will_do() {
     assert_eq!(
         describe("grep", json!({"pattern": "fn main", "include": "*.rs"})),
         "search for `fn main` in `.` (files matching `*.rs`)"
+    );
+    assert_eq!(
+        describe(
+            "read_many_files",
+            json!({"paths": ["src/**/*.rs", "README.md"], "exclude": ["**/tests/**"]})
+        ),
+        "read `src/**/*.rs`, `README.md` except `**/tests/**`"
     );
 }
