@@ -158,7 +158,8 @@ pub(crate) fn apply(
 }
 
 /// Refuses the whole set when any file differs from what it was planned
-/// against, naming every such file.
+/// against (compared byte for byte with the planned-against content),
+/// naming every such file.
 fn check(workspace: &Workspace, changes: &[Change]) -> Result<(), WriteError> {
     let mut stale = Vec::new();
     for change in changes {
@@ -168,7 +169,7 @@ fn check(workspace: &Workspace, changes: &[Change]) -> Result<(), WriteError> {
             confine(workspace, source)?;
         }
         let now = read_current(workspace, source)?;
-        if now.as_deref().map(super::ContentHash::of) != change.planned_against() {
+        if now.as_deref() != change.before() {
             stale.push(workspace.display(source));
         }
         if matches!(change.kind(), ChangeKind::Renamed { .. })

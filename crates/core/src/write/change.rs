@@ -10,10 +10,11 @@ use sha2::{Digest, Sha256};
 use super::WriteError;
 use crate::workspace::Workspace;
 
-/// The SHA-256 of a file's content. A change carries the hash of what it
-/// was planned against, so a file that changed in between (by the user's
+/// The SHA-256 of a file's content. A change is planned against a content
+/// (whose hash this is), so a file that changed in between (by the user's
 /// editor, another run, a confirmation that took a while) is noticed
-/// instead of overwritten.
+/// instead of overwritten. Also names a workspace root in the state
+/// directory.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ContentHash([u8; 32]);
 
@@ -68,15 +69,14 @@ impl ChangeKind {
 /// One path's part of a [`ChangeSet`].
 ///
 /// Built with [`Change::created`], [`Change::modified`], [`Change::deleted`]
-/// or [`Change::renamed`] from content the caller already read (so the hash
-/// is of exactly what it planned against), or by the `plan_*` helpers of
+/// or [`Change::renamed`] from content the caller already read (so the
+/// check is against exactly what it planned with), or by the `plan_*` helpers of
 /// [`ChangeSet`], which read the file themselves.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     path: PathBuf,
     kind: ChangeKind,
     before: Option<Vec<u8>>,
-    planned_against: Option<ContentHash>,
     after: Option<Vec<u8>>,
 }
 
@@ -87,7 +87,6 @@ impl Change {
             path: path.into(),
             kind: ChangeKind::Created,
             before: None,
-            planned_against: None,
             after: Some(content.into()),
         }
     }
@@ -98,24 +97,20 @@ impl Change {
         before: impl Into<Vec<u8>>,
         after: impl Into<Vec<u8>>,
     ) -> Self {
-        let before = before.into();
         Change {
             path: path.into(),
             kind: ChangeKind::Modified,
-            planned_against: Some(ContentHash::of(&before)),
-            before: Some(before),
+            before: Some(before.into()),
             after: Some(after.into()),
         }
     }
 
     /// Removes `path`, planned against `before`.
     pub fn deleted(path: impl Into<PathBuf>, before: impl Into<Vec<u8>>) -> Self {
-        let before = before.into();
         Change {
             path: path.into(),
             kind: ChangeKind::Deleted,
-            planned_against: Some(ContentHash::of(&before)),
-            before: Some(before),
+            before: Some(before.into()),
             after: None,
         }
     }
@@ -128,12 +123,10 @@ impl Change {
         before: impl Into<Vec<u8>>,
         after: impl Into<Vec<u8>>,
     ) -> Self {
-        let before = before.into();
         Change {
             path: to.into(),
             kind: ChangeKind::Renamed { from: from.into() },
-            planned_against: Some(ContentHash::of(&before)),
-            before: Some(before),
+            before: Some(before.into()),
             after: Some(after.into()),
         }
     }
@@ -155,10 +148,12 @@ impl Change {
         self.before.as_deref()
     }
 
-    /// The hash of [`Change::before`], checked just before anything is
-    /// written.
+    /// The hash of [`Change::before`]: what the change was planned
+    /// against, as an identity to log or compare (`None`: planned absent).
+    /// The apply itself compares the file with [`Change::before`], which is
+    /// as strict and cheaper than hashing both.
     pub fn planned_against(&self) -> Option<ContentHash> {
-        self.planned_against
+        self.before.as_deref().map(ContentHash::of)
     }
 
     /// The new content; `None` for a delete.

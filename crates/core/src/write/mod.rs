@@ -1,15 +1,17 @@
 //! The write path (SPEC §3): the one way any tool changes files.
 //!
 //! A writing tool builds a [`ChangeSet`] (for each path: created, modified,
-//! deleted or renamed, with the new content and the hash of the content it
-//! was planned against) and hands it to [`Run::apply`], which
+//! deleted or renamed, with the new content and the content it was planned
+//! against, whose [`ContentHash`] identifies it) and hands it to
+//! [`Run::apply`], which
 //!
 //! 1. takes the run's write lock, so writes of one run never overlap and
 //!    "what this write introduced" has a meaning;
 //! 2. runs the before-write [`WriteHook`]s with the change set;
 //! 3. applies it all-or-nothing and crash-safe: under a lock per workspace
-//!    root shared by every Gantry process, every planned-against hash is
-//!    checked (one mismatch refuses the whole set, naming the files); the
+//!    root shared by every Gantry process, every file is checked against
+//!    the content it was planned against (one mismatch refuses the whole
+//!    set, naming the files); the
 //!    new contents go to temp files beside their targets, synced; a
 //!    journal of every rename and delete, kept in
 //!    [`state_dir`](crate::settings::state_dir) and never in the
