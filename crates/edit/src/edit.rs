@@ -90,17 +90,15 @@ fn plan(workspace: &Workspace, params: &EditParams) -> Result<ChangeSet, ToolErr
     let body = &text.body;
 
     // The model's strings with the file's line endings, then as given.
-    let adapted = (
-        text.with_eol(&params.old_string),
-        text.with_eol(&params.new_string),
-    );
-    let given = (params.old_string.clone(), params.new_string.clone());
-    let (old, new) = if body.contains(&adapted.0) {
-        adapted
-    } else {
-        given
-    };
-    let offsets: Vec<usize> = body.match_indices(old.as_str()).map(|(at, _)| at).collect();
+    // The model's strings with the file's line endings, then as given.
+    let mut old = text.with_eol(&params.old_string);
+    let mut new = text.with_eol(&params.new_string);
+    let mut offsets = find_all(body, &old);
+    if offsets.is_empty() && old != params.old_string {
+        old.clone_from(&params.old_string);
+        new.clone_from(&params.new_string);
+        offsets = find_all(body, &old);
+    }
     let expected = params.expected_replacements as usize;
     if offsets.is_empty() {
         let wanted: Vec<&str> = params.old_string.lines().collect();
@@ -135,7 +133,7 @@ fn plan(workspace: &Workspace, params: &EditParams) -> Result<ChangeSet, ToolErr
             }
         )));
     }
-    let mut edited = body.replace(old.as_str(), &new);
+    let mut edited = splice(body, &offsets, old.len(), &new);
     keep_final_newline(body, &mut edited, text.eol());
     if edited == *body {
         return Err(ToolError::failed(format!(
@@ -147,6 +145,24 @@ fn plan(workspace: &Workspace, params: &EditParams) -> Result<ChangeSet, ToolErr
         Change::modified(&path, bytes, text.encode(&edited)),
     )?;
     Ok(changes)
+}
+
+/// Byte offsets of the non-overlapping occurrences of `needle`.
+fn find_all(body: &str, needle: &str) -> Vec<usize> {
+    memchr::memmem::find_iter(body.as_bytes(), needle.as_bytes()).collect()
+}
+
+/// `body` with `new` in place of the `old_len` bytes at each offset.
+fn splice(body: &str, offsets: &[usize], old_len: usize, new: &str) -> String {
+    let mut out = String::with_capacity(body.len() + offsets.len() * new.len());
+    let mut done = 0;
+    for &at in offsets {
+        out.push_str(&body[done..at]);
+        out.push_str(new);
+        done = at + old_len;
+    }
+    out.push_str(&body[done..]);
+    out
 }
 
 /// A file that ended with a newline still does, and one that did not

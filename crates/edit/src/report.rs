@@ -12,6 +12,9 @@ use similar::{DiffOp, TextDiff};
 /// Diff lines the model gets back at most; the person's display has all.
 const MODEL_DIFF_LINES: usize = 400;
 
+/// Lines of context around each change in a diff.
+const CONTEXT: usize = 3;
+
 /// One file of a change, as shown.
 pub(crate) struct FileReport {
     /// A, M, D or R.
@@ -70,9 +73,10 @@ pub(crate) fn files(workspace: &Workspace, changes: &ChangeSet) -> Vec<FileRepor
             let after = change.after().unwrap_or_default();
             match (std::str::from_utf8(before), std::str::from_utf8(after)) {
                 (Ok(old), Ok(new)) => {
+                    let (skipped, old_window, new_window) = window(old, new);
                     let diff = TextDiff::configure()
                         .timeout(Duration::from_secs(2))
-                        .diff_lines(old, new);
+                        .diff_lines(old_window, new_window);
                     let (mut added, mut removed) = (0, 0);
                     for op in diff.ops() {
                         match *op {
@@ -90,10 +94,12 @@ pub(crate) fn files(workspace: &Workspace, changes: &ChangeSet) -> Vec<FileRepor
                     let text = if added + removed == 0 {
                         format!("--- {old_name}\n+++ {new_name}\n")
                     } else {
-                        diff.unified_diff()
-                            .context_radius(3)
+                        let text = diff
+                            .unified_diff()
+                            .context_radius(CONTEXT)
                             .header(&old_name, &new_name)
-                            .to_string()
+                            .to_string();
+                        shift_hunks(&text, skipped)
                     };
                     FileReport {
                         letter: change.kind().letter(),
@@ -120,6 +126,100 @@ pub(crate) fn files(workspace: &Workspace, changes: &ChangeSet) -> Vec<FileRepor
                 },
             }
         })
+        .collect()
+}
+
+/// The part of `old` and `new` that differs, widened to whole lines and
+/// [`CONTEXT`] lines either side, with the number of lines before it.
+/// Diffing that window rather than both whole texts keeps a one-line edit
+/// of a large file cheap; the hunk headers are shifted back afterwards.
+fn window<'a>(old: &'a str, new: &'a str) -> (usize, &'a str, &'a str) {
+    let (o, n) = (old.as_bytes(), new.as_bytes());
+    let line_start_before = |end: usize| memchr::memrchr(b'\n', &o[..end]).map_or(0, |i| i + 1);
+    let prefix = common_len(o.chunks(64), n.chunks(64), |a, b| {
+        a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    });
+    let mut start = line_start_before(prefix);
+    for _ in 0..CONTEXT {
+        if start == 0 {
+            break;
+        }
+        start = line_start_before(start - 1);
+    }
+    let room = o.len().min(n.len()) - start;
+    let suffix = common_len(
+        o[o.len() - room..].rchunks(64),
+        n[n.len() - room..].rchunks(64),
+        |a, b| {
+            a.iter()
+                .rev()
+                .zip(b.iter().rev())
+                .take_while(|(x, y)| x == y)
+                .count()
+        },
+    );
+    // From where the common tail starts, on to the next line start, then
+    // CONTEXT lines further: the same bytes in both texts.
+    let mut tail = 0;
+    for _ in 0..=CONTEXT {
+        match memchr::memchr(b'\n', &o[o.len() - suffix + tail..]) {
+            Some(at) => tail += at + 1,
+            _ => {
+                tail = suffix;
+                break;
+            }
+        }
+    }
+    let skipped = memchr::memchr_iter(b'\n', &o[..start]).count();
+    (
+        skipped,
+        &old[start..o.len() - suffix + tail],
+        &new[start..n.len() - suffix + tail],
+    )
+}
+
+/// How many bytes two chunked texts share from the side the chunks are
+/// taken from: whole equal chunks are compared at memcmp speed, the first
+/// unequal pair by `within`.
+fn common_len<'a>(
+    a: impl Iterator<Item = &'a [u8]>,
+    b: impl Iterator<Item = &'a [u8]>,
+    within: impl Fn(&[u8], &[u8]) -> usize,
+) -> usize {
+    let mut total = 0;
+    for (x, y) in a.zip(b) {
+        if x == y {
+            total += x.len();
+        } else {
+            return total + within(x, y);
+        }
+    }
+    total
+}
+
+/// `diff` with every `@@ -a,b +c,d @@` moved down by `by` lines.
+fn shift_hunks(diff: &str, by: usize) -> String {
+    if by == 0 {
+        return diff.to_string();
+    }
+    let bump = |range: &str| -> Option<String> {
+        let (start, count) = match range.split_once(',') {
+            Some((start, count)) => (start, Some(count)),
+            None => (range, None),
+        };
+        let start = start.parse::<usize>().ok()? + by;
+        Some(match count {
+            Some(count) => format!("{start},{count}"),
+            None => start.to_string(),
+        })
+    };
+    let shift = |line: &str| -> Option<String> {
+        let (ranges, tail) = line.strip_prefix("@@ -")?.split_once(" @@")?;
+        let (old, new) = ranges.split_once(" +")?;
+        Some(format!("@@ -{} +{} @@{tail}", bump(old)?, bump(new)?))
+    };
+    diff.split_inclusive('\n')
+        .map(|line| shift(line).unwrap_or_else(|| line.to_string()))
         .collect()
 }
 
@@ -171,4 +271,40 @@ pub(crate) fn result(
         result.append_text(note);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The windowed diff is the diff of the whole texts.
+    #[test]
+    fn windowed_diffs_equal_whole_diffs() {
+        let lines: Vec<String> = (1..=40).map(|i| format!("line {i}\n")).collect();
+        let old: String = lines.concat();
+        let cases = [
+            old.replace("line 20\n", "line twenty\n"),
+            old.replace("line 1\n", ""),
+            old.replace("line 40\n", "line 40"),
+            old.replace("line 3\n", "line 3\nnew\n")
+                .replace("line 38\n", ""),
+            format!("{old}more\n"),
+            String::new(),
+            old.replace("line 2", "line 2 \u{e9}"),
+        ];
+        for new in cases {
+            let whole = TextDiff::from_lines(&old, &new)
+                .unified_diff()
+                .context_radius(CONTEXT)
+                .header("a", "b")
+                .to_string();
+            let (skipped, o, n) = window(&old, &new);
+            let windowed = TextDiff::from_lines(o, n)
+                .unified_diff()
+                .context_radius(CONTEXT)
+                .header("a", "b")
+                .to_string();
+            assert_eq!(shift_hunks(&windowed, skipped), whole, "{new:?}");
+        }
+    }
 }

@@ -26,8 +26,8 @@ impl Text {
             Some(rest) => (true, rest),
             None => (false, text),
         };
-        let crlf_count = body.matches("\r\n").count();
-        let lf_only = body.matches('\n').count() - crlf_count;
+        let crlf_count = memchr::memmem::find_iter(body.as_bytes(), b"\r\n").count();
+        let lf_only = memchr::memchr_iter(b'\n', body.as_bytes()).count() - crlf_count;
         Some(Text {
             bom,
             crlf: crlf_count > lf_only,
@@ -71,7 +71,7 @@ pub(crate) fn not_text(display: &str) -> String {
 
 /// Lines as people count them: a final line without a newline counts.
 pub(crate) fn line_count(text: &str) -> usize {
-    let newlines = text.matches('\n').count();
+    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
     if text.is_empty() || text.ends_with('\n') {
         newlines
     } else {
