@@ -201,6 +201,19 @@ async fn a_file_changed_since_planning_refuses_the_whole_set() {
 }
 
 #[tokio::test]
+async fn a_name_at_the_length_limit_still_gets_its_temp_file() {
+    let name = "n".repeat(250);
+    let (_dir, run) = workspace_with(&[(name.as_str(), "old")]);
+    let ws = run.workspace();
+    let mut changes = ChangeSet::new();
+    changes
+        .plan_write(ws, &ws.resolve(&name).unwrap(), "new")
+        .unwrap();
+    run.apply(changes).await.unwrap();
+    assert_eq!(read(&run, &name), "new");
+}
+
+#[tokio::test]
 async fn a_path_is_changed_once_per_set() {
     let (_dir, run) = workspace_with(&[("a.txt", "a")]);
     let ws = run.workspace();

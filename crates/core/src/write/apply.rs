@@ -77,9 +77,10 @@ pub(crate) fn apply(
                 .map_err(|e| WriteError::io(workspace, change.path(), "resolve", e))?;
             confine(workspace, &target)?;
             let dir = target.parent().unwrap_or(root).to_path_buf();
-            let name = target
+            // Cut, so a long name plus the suffix stays within NAME_MAX.
+            let name: String = target
                 .file_name()
-                .map(|n| n.to_string_lossy())
+                .map(|n| n.to_string_lossy().chars().take(64).collect())
                 .unwrap_or_default();
             let temp = dir.join(format!(".{name}.gantry-{id}-{index}.tmp"));
             for missing in missing_dirs(&dir) {

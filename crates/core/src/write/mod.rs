@@ -17,7 +17,9 @@
 //!    [`state_dir`](crate::settings::state_dir) and never in the
 //!    workspace, is marked committed; then the renames and deletes happen
 //!    and the journal is removed. File modes are kept, and a symlink is
-//!    written through: its target gets the content, the link stays a link;
+//!    written through: its target gets the content, the link stays a link
+//!    (deleting a link removes the link, as `rm` does; moving one puts the
+//!    content it points to at the destination and removes the link);
 //! 4. runs the after-write hooks, whose texts ride along in [`Applied`] to
 //!    be appended to the tool's result.
 //!
@@ -168,7 +170,8 @@ pub struct Applied {
 /// Something that must know about writes: the language-server layer syncs
 /// the files about to change and, after the write, reports the problems it
 /// introduced. Registered with [`RunBuilder::write_hook`](crate::RunBuilder::write_hook);
-/// hooks run in registration order, under the run's write lock.
+/// hooks run in registration order, under the run's write lock, so a hook
+/// must not call [`Run::apply`] itself.
 #[async_trait]
 pub trait WriteHook: Send + Sync + 'static {
     /// Called with the change set before it is applied (it may still be
