@@ -97,7 +97,8 @@ for p in "${PATTERNS[@]}"; do
     gantry_cmd="$(printf '%q ' "$GANTRY" --root "$TREE" call grep "$args")"
     rg_cmd="$(printf '%q ' rg -n "$p" "$TREE")"
     echo "-- $p"
-    echo "gantry: $("$GANTRY" --root "$TREE" call grep "$args" | head -n 1)"
+    # sed reads to the end, so the CLI never writes into a closed pipe.
+    echo "gantry: $("$GANTRY" --root "$TREE" call grep "$args" | sed -n 1p)"
     echo "rg:     $(rg -n "$p" "$TREE" | wc -l) lines"
     hyperfine --warmup 2 --runs "$RUNS" --export-json "$JSON" \
         --command-name gantry "$gantry_cmd" \
