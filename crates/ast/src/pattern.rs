@@ -43,9 +43,46 @@ struct Alternative {
     /// What the fragment compiled to, for people.
     kind: String,
     /// Text every match must contain (named leaves of the pattern).
-    literals: Vec<memmem::Finder<'static>>,
+    literals: Vec<Literal>,
     /// Root kind ids a match can have; `None` when any node can match.
     root_kinds: Option<Vec<u16>>,
+}
+
+/// A named leaf's text, which any match holds verbatim as a whole token.
+struct Literal {
+    finder: memmem::Finder<'static>,
+    /// Identifier-like (`unwrap`, `42`): an occurrence glued to more
+    /// identifier characters (`unwrap_or`) is another token and does not
+    /// count.
+    word: bool,
+}
+
+impl Literal {
+    fn new(text: &str) -> Self {
+        Literal {
+            finder: memmem::Finder::new(text.as_bytes()).into_owned(),
+            word: text.bytes().all(is_word_byte),
+        }
+    }
+
+    fn occurs_in(&self, text: &[u8]) -> bool {
+        if !self.word {
+            return self.finder.find(text).is_some();
+        }
+        let len = self.finder.needle().len();
+        self.finder.find_iter(text).any(|at| {
+            let before = at.checked_sub(1).map(|i| text[i]);
+            let after = text.get(at + len).copied();
+            !before.is_some_and(is_word_byte) && !after.is_some_and(is_word_byte)
+        })
+    }
+}
+
+/// ASCII identifier bytes. Anything else (including non-ASCII) counts as
+/// a boundary, so the filter only ever lets more files through, never
+/// fewer.
+fn is_word_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_'
 }
 
 enum Shape {
@@ -180,7 +217,7 @@ impl Query {
     pub fn may_match(&self, text: &[u8]) -> bool {
         self.alternatives
             .iter()
-            .any(|a| a.literals.iter().all(|finder| finder.find(text).is_some()))
+            .any(|a| a.literals.iter().all(|literal| literal.occurs_in(text)))
     }
 
     /// Every match in `root`, in document order (outer before inner); with
@@ -359,10 +396,7 @@ fn try_context(
             context: scaffold.name,
             shape,
             kind,
-            literals: literals
-                .into_iter()
-                .map(|l| memmem::Finder::new(l.as_bytes()).into_owned())
-                .collect(),
+            literals: literals.iter().map(|l| Literal::new(l)).collect(),
             root_kinds,
         },
         signature,
@@ -691,6 +725,17 @@ mod tests {
         let tokens = metavar_tokens("f($A, $$$REST) + $_ + $$$ + $5 + $a", '$');
         let written: Vec<&str> = tokens.iter().map(|t| t.0.as_str()).collect();
         assert_eq!(written, ["$A", "$$$REST", "$_", "$$$"]);
+    }
+
+    #[test]
+    fn identifier_literals_only_count_as_whole_tokens() {
+        let unwrap = Literal::new("unwrap");
+        assert!(unwrap.occurs_in(b"x.unwrap_or(1); y.unwrap()"));
+        assert!(!unwrap.occurs_in(b"x.unwrap_or(1); unwrapped"));
+        assert!(unwrap.occurs_in(b"unwrap"));
+        assert!(unwrap.occurs_in("é\u{301}unwrap".as_bytes()));
+        let string = Literal::new("a b");
+        assert!(string.occurs_in(b"xa by"));
     }
 
     #[test]

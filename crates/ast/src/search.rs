@@ -106,10 +106,23 @@ pub fn languages(candidates: &[Candidate]) -> BTreeMap<&'static str, usize> {
 pub struct FileMatches {
     /// Absolute path.
     pub path: PathBuf,
-    /// The text the matches are in (shared with the cache).
-    pub doc: Arc<AstRoot>,
+    /// The text the matches were found in; kept only for edits (a search
+    /// keeps what it shows, not the file).
+    pub source: Option<String>,
     /// In document order.
-    pub found: Vec<Found>,
+    pub matches: Vec<Located>,
+}
+
+/// A match with what is shown of it, computed while the file is at hand.
+pub struct Located {
+    /// The match.
+    pub found: Found,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// The matched text, shortened for a result line.
+    pub snippet: String,
 }
 
 /// What a search did, beyond its matches, so an empty result can be told
@@ -162,8 +175,8 @@ pub fn run(
                         break;
                     };
                     let outcome = search_file(candidate, query, cache, fix);
-                    if let FileOutcome::Searched { found, .. } = &outcome {
-                        let now = total.fetch_add(found.len(), Ordering::Relaxed) + found.len();
+                    if let FileOutcome::Searched { matches, .. } = &outcome {
+                        let now = total.fetch_add(matches.len(), Ordering::Relaxed) + matches.len();
                         if limit.is_some_and(|limit| now > limit) {
                             stop.store(true, Ordering::Relaxed);
                         }
@@ -187,17 +200,21 @@ pub fn run(
             FileOutcome::Skipped => {}
             FileOutcome::Unreadable(why) => outcome.unreadable.push((path, why)),
             FileOutcome::Searched {
-                doc,
-                found,
+                source,
+                matches,
                 has_error,
             } => {
                 outcome.parsed += 1;
                 if has_error {
                     outcome.with_errors.push(path.clone());
                 }
-                outcome.total += found.len();
-                if !found.is_empty() {
-                    outcome.files.push(FileMatches { path, doc, found });
+                outcome.total += matches.len();
+                if !matches.is_empty() {
+                    outcome.files.push(FileMatches {
+                        path,
+                        source,
+                        matches,
+                    });
                 }
             }
         }
@@ -210,8 +227,8 @@ enum FileOutcome {
     Skipped,
     Unreadable(String),
     Searched {
-        doc: Arc<AstRoot>,
-        found: Vec<Found>,
+        source: Option<String>,
+        matches: Vec<Located>,
         has_error: bool,
     },
 }
@@ -248,11 +265,70 @@ fn search_file(
     };
     let found = query.find(&doc, fix);
     let has_error = doc.root().get_inner_node().has_error();
+    let text = doc.source();
+    let lines = LineIndex::new(text, !found.is_empty());
+    let matches = found
+        .into_iter()
+        .map(|found| {
+            let (line, column) = lines.locate(text, found.range.start);
+            let snippet = shorten(&text[found.range.clone()], SNIPPET_CHARS);
+            Located {
+                found,
+                line,
+                column,
+                snippet,
+            }
+        })
+        .collect::<Vec<_>>();
     FileOutcome::Searched {
-        doc,
-        found,
+        source: (fix.is_some() && !matches.is_empty()).then(|| text.to_string()),
+        matches,
         has_error,
     }
+}
+
+/// Longest match text kept for a result line.
+const SNIPPET_CHARS: usize = 100;
+
+/// Where each line of a file starts, built only for files with matches.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str, needed: bool) -> Self {
+        let mut starts = vec![0];
+        if needed {
+            starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+        }
+        LineIndex { starts }
+    }
+
+    /// 1-based line and character column of a byte offset.
+    fn locate(&self, text: &str, offset: usize) -> (usize, usize) {
+        let line = self.starts.partition_point(|&start| start <= offset);
+        let start = self.starts[line - 1];
+        (line, text[start..offset].chars().count() + 1)
+    }
+}
+
+/// The first line of `text`, cut at `max` characters, saying what was
+/// left out.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("");
+    let rest = lines.count();
+    let mut out: String = first.chars().take(max).collect();
+    if first.chars().count() > max {
+        out.push('…');
+    }
+    if rest > 0 {
+        out.push_str(&format!(
+            " … (+{rest} line{})",
+            if rest == 1 { "" } else { "s" }
+        ));
+    }
+    out
 }
 
 fn threads() -> usize {

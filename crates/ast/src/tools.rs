@@ -16,13 +16,11 @@ use serde::Deserialize;
 use crate::AstState;
 use crate::lang;
 use crate::pattern::{Query, metavar_tokens};
-use crate::search::{self, Candidate, Outcome};
+use crate::search::{self, Candidate, Outcome, shorten};
 use crate::staged::{Resolution, StagedFile};
 
 /// Default `max_results` of `ast_grep`.
 const DEFAULT_MAX_RESULTS: usize = 50;
-/// Longest match text shown on a result line.
-const MATCH_CHARS: usize = 100;
 /// Longest captured text shown.
 const CAPTURE_CHARS: usize = 80;
 /// Files named in a list before "and N more".
@@ -397,20 +395,18 @@ fn render_search(
                 break;
             }
             let display = ws.display(&file.path);
-            let source = file.doc.source();
             let _ = writeln!(out, "\n{display}");
-            for found in file.found.iter().take(left) {
-                let (line, column) = line_column(source, found.range.start);
+            for located in file.matches.iter().take(left) {
                 let _ = writeln!(
                     out,
-                    "  {display}:{line}:{column}: {}",
-                    shorten(&source[found.range.clone()], MATCH_CHARS)
+                    "  {display}:{}:{}: {}",
+                    located.line, located.column, located.snippet
                 );
-                for (name, text) in &found.captures {
+                for (name, text) in &located.found.captures {
                     let _ = writeln!(out, "      {name} = {}", shorten(text, CAPTURE_CHARS));
                 }
             }
-            left = left.saturating_sub(file.found.len());
+            left = left.saturating_sub(file.matches.len());
         }
         if outcome.stopped {
             let _ = writeln!(
@@ -473,30 +469,6 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// 1-based line and character column of a byte offset.
-fn line_column(source: &str, offset: usize) -> (usize, usize) {
-    let before = &source[..offset];
-    let line = memchr::memchr_iter(b'\n', before.as_bytes()).count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
-}
-
-/// The first line of `text`, cut at `max` characters, saying what was
-/// left out.
-fn shorten(text: &str, max: usize) -> String {
-    let mut lines = text.lines();
-    let first = lines.next().unwrap_or("");
-    let rest = lines.count();
-    let mut out: String = first.chars().take(max).collect();
-    if first.chars().count() > max {
-        out.push('…');
-    }
-    if rest > 0 {
-        let _ = write!(out, " … (+{rest} line{})", plural(rest));
-    }
-    out
-}
-
 #[async_trait]
 impl Tool for AstEdit {
     type Params = AstEditParams;
@@ -556,11 +528,11 @@ impl Tool for AstEdit {
         let mut nested = 0;
         let mut diff = String::new();
         for file in &outcome.files {
-            let before = file.doc.source();
+            let before = file.source.as_deref().unwrap_or_default();
             let mut after = String::with_capacity(before.len());
             let mut copied = 0;
             let mut count = 0;
-            for found in &file.found {
+            for found in file.matches.iter().map(|m| &m.found) {
                 if found.range.start < copied {
                     nested += 1;
                     continue;
