@@ -37,6 +37,11 @@ pub trait Resource: Send + Sync + 'static {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// Told when a tool starts working on a file (a read, a write), so a family
+/// can warm up for it: a language server starts in the background and opens
+/// the file before the first real request.
+pub type TouchObserver = Arc<dyn Fn(&Run, &std::path::Path) + Send + Sync>;
+
 /// Who is calling and what they may see: a tier cap and an approval mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Surface {
@@ -81,6 +86,7 @@ pub(crate) struct RunInner {
     instructions: Vec<String>,
     pub(crate) write_lock: Arc<tokio::sync::Mutex<()>>,
     pub(crate) write_hooks: WriteHooks,
+    touch_observers: Vec<TouchObserver>,
 }
 
 impl Drop for RunInner {
@@ -119,6 +125,7 @@ impl Run {
             resources: Vec::new(),
             instructions: Vec::new(),
             write_hooks: Vec::new(),
+            touch_observers: Vec::new(),
         }
     }
 
@@ -183,6 +190,13 @@ impl Run {
             .collect()
     }
 
+    /// Says that a tool is working on `path`; observers warm up for it.
+    pub fn touch(&self, path: &std::path::Path) {
+        for observer in &self.inner.touch_observers {
+            observer(self, path);
+        }
+    }
+
     /// Ends every resource the run owns, awaiting each.
     pub async fn shutdown(&self) {
         let resources = std::mem::take(&mut *lock(&self.inner.resources));
@@ -209,6 +223,7 @@ pub struct RunBuilder {
     resources: Vec<Arc<dyn Resource>>,
     instructions: Vec<String>,
     write_hooks: WriteHooks,
+    touch_observers: Vec<TouchObserver>,
 }
 
 impl RunBuilder {
@@ -288,6 +303,12 @@ impl RunBuilder {
         self
     }
 
+    /// Adds an observer told of every file a tool works on.
+    pub fn on_touch(mut self, observer: TouchObserver) -> Self {
+        self.touch_observers.push(observer);
+        self
+    }
+
     /// Finishes wiring.
     pub fn build(self) -> Run {
         Run {
@@ -302,6 +323,7 @@ impl RunBuilder {
                 instructions: self.instructions,
                 write_lock: Arc::default(),
                 write_hooks: self.write_hooks,
+                touch_observers: self.touch_observers,
             }),
         }
     }

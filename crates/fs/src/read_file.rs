@@ -101,11 +101,16 @@ impl Tool for ReadFile {
     ) -> Result<ToolResult, ToolError> {
         let workspace = ctx.run.workspace().clone();
         let cancel = ctx.cancel.clone();
-        blocking(move || {
+        let (path, result) = blocking(move || {
             let path = workspace.resolve(&params.path)?;
-            read(&workspace, &params, &path, &cancel)
+            let result = read(&workspace, &params, &path, &cancel);
+            Ok((path, result))
         })
-        .await
+        .await?;
+        if result.is_ok() {
+            ctx.run.touch(&path);
+        }
+        result
     }
 }
 
