@@ -20,6 +20,7 @@ apt_install() {
 apt_install ripgrep fd-find
 
 python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
+scripts/install-lsp.sh
 
 # --- the suite -----------------------------------------------------------------
 export CI="${CI:-}"

@@ -86,9 +86,13 @@ def test_bad_settings_are_reported_with_file_line_and_column(workspace: Path):
 
 
 def test_mcp_on_a_terminal_prints_a_hint(workspace: Path):
+    binary, env = gantry_bin(), env_for(workspace.parent)
     pid, fd = pty.fork()
     if pid == 0:
-        os.execve(gantry_bin(), [gantry_bin(), "mcp", "--root", str(workspace)], env_for(workspace.parent))
+        try:
+            os.execve(binary, [binary, "mcp", "--root", str(workspace)], env)
+        finally:
+            os._exit(127)
     output = b""
     deadline = time.monotonic() + 20
     try:

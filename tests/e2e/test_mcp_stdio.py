@@ -12,6 +12,9 @@ import mcp
 import mcp_types as types
 import pytest
 
+from mcp import ClientSession
+from mcp.client.stdio import stdio_client
+
 from conftest import process_alive, legacy_session, server_params, text_of
 
 pytestmark = pytest.mark.anyio
@@ -246,3 +249,15 @@ async def test_images_come_back_as_image_content(workspace: Path):
         images = [c for c in result.content if c.type == "image"]
         assert len(images) == 1 and images[0].mime_type == "image/png"
         assert base64.b64decode(images[0].data) == png
+
+
+async def test_memory_files_reach_the_client_instructions(workspace: Path):
+    (workspace / "GANTRY.md").write_text("# Project\n\nAlways run `make check`.\n")
+    async with legacy_session(workspace) as session:
+        saved = await session.call_tool("save_memory", {"fact": "Prefers small commits", "scope": "workspace"})
+        assert not saved.is_error, text_of(saved)
+    async with stdio_client(server_params(workspace)) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+    assert "Always run `make check`." in init.instructions
+    assert "- Prefers small commits" in init.instructions

@@ -118,7 +118,11 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    match runtime.block_on(dispatch(cli)) {
+    let outcome = runtime.block_on(dispatch(cli));
+    // Reading stdin parks a blocking thread that a terminal never releases;
+    // do not wait for it on the way out.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match outcome {
         Ok(code) => code,
         Err(error) => {
             eprintln!("gantry: {error:#}");
@@ -242,6 +246,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 interactive(),
             )?;
             print_status(&run);
+            print_family_status(&run).await;
+            run.shutdown().await;
             Ok(std::process::ExitCode::SUCCESS)
         }
     }
@@ -304,25 +310,30 @@ fn first_sentence(text: &str) -> &str {
 fn print_call(outcome: Result<ToolResult, CallError>, json: bool) -> std::process::ExitCode {
     match outcome {
         Ok(result) => {
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&result).unwrap_or_default()
-                );
+            let text = if json {
+                serde_json::to_string_pretty(&result).unwrap_or_default()
             } else {
-                println!("{}", result.return_display.to_text());
-            }
+                result.return_display.to_text()
+            };
+            print_out(&text);
             std::process::ExitCode::SUCCESS
         }
         Err(error) => {
             if json {
-                println!("{}", error_json(&error));
+                print_out(&error_json(&error).to_string());
             } else {
                 eprintln!("{}", error.message);
             }
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// Prints a line to stdout; a reader that went away (`| head`) is not an
+/// error worth a panic.
+fn print_out(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}").and_then(|()| out.flush());
 }
 
 fn error_json(error: &CallError) -> Value {
@@ -426,5 +437,15 @@ fn print_status(run: &Run) {
     }
     for line in run.resource_status() {
         println!("resource: {line}");
+    }
+}
+
+/// What `gantry status` adds from the families that can explain themselves
+/// (which language servers can start here, and why not).
+async fn print_family_status(run: &Run) {
+    if run.registry().get("lsp").is_some() {
+        if let Ok(result) = run.call("lsp", json!({"action": "status"})).await {
+            println!("\nlanguage servers:\n{}", result.text_content());
+        }
     }
 }

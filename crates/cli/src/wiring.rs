@@ -12,6 +12,7 @@ const KNOWN_SETTINGS: &[&str] = &[
     "extraRoots",
     gantry_ask::SETTINGS_SECTION,
     gantry_web::SETTINGS_SECTION,
+    "lsp",
 ];
 
 /// What a front end asks for when it opens a run.
@@ -53,7 +54,9 @@ pub fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::R
         builder = builder.human(human);
     }
     let builder = gantry_fs::register(builder);
+    let builder = gantry_edit::register(builder);
     let builder = gantry_memory::register(builder);
+    let builder = gantry_lsp::register(builder);
     let builder = gantry_web::register(builder);
     let builder = gantry_shell::register(builder);
     let builder = gantry_ask::register(builder);
