@@ -62,7 +62,7 @@ pub use human::{Answer, Choice, Confirmation, Human, HumanError, Question};
 pub use pipeline::{CallError, CallErrorKind, CallOptions};
 pub use registry::Listing;
 pub use result::{Display, Part, ToolResult};
-pub use run::{Resource, Run, RunBuilder, Surface, TouchObserver};
+pub use run::{Notices, Resource, Run, RunBuilder, Surface, TouchObserver};
 pub use settings::{Settings, SettingsError};
 pub use tier::{ApprovalMode, Tier};
 pub use tokio_util::sync::CancellationToken;

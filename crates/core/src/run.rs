@@ -42,6 +42,23 @@ pub trait Resource: Send + Sync + 'static {
 /// the file before the first real request.
 pub type TouchObserver = Arc<dyn Fn(&Run, &std::path::Path) + Send + Sync>;
 
+/// The run's notice queue, shareable on its own: a background watcher (a
+/// language server's exit, a worker finishing) holds this, not the run, so
+/// it can report at once without keeping the run alive.
+#[derive(Clone, Default)]
+pub struct Notices(Arc<Mutex<Vec<String>>>);
+
+impl Notices {
+    /// Queues a notice for the model, appended once to the next result.
+    pub fn push(&self, notice: impl Into<String>) {
+        lock(&self.0).push(notice.into());
+    }
+
+    fn drain(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.0))
+    }
+}
+
 /// Who is calling and what they may see: a tier cap and an approval mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Surface {
@@ -82,7 +99,7 @@ pub(crate) struct RunInner {
     pub(crate) registry: Registry,
     pub(crate) human: Option<Arc<dyn Human>>,
     resources: Mutex<Vec<Arc<dyn Resource>>>,
-    notices: Mutex<Vec<String>>,
+    notices: Notices,
     instructions: Vec<String>,
     pub(crate) write_lock: Arc<tokio::sync::Mutex<()>>,
     pub(crate) write_hooks: WriteHooks,
@@ -126,6 +143,7 @@ impl Run {
             instructions: Vec::new(),
             write_hooks: Vec::new(),
             touch_observers: Vec::new(),
+            notices: Notices::default(),
         }
     }
 
@@ -162,11 +180,11 @@ impl Run {
 
     /// Queues a notice for the model, appended once to the next result.
     pub fn notify(&self, notice: impl Into<String>) {
-        lock(&self.inner.notices).push(notice.into());
+        self.inner.notices.push(notice);
     }
 
     pub(crate) fn drain_notices(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.inner.notices))
+        self.inner.notices.drain()
     }
 
     /// Adds a resource the run must end (started lazily by a tool).
@@ -224,6 +242,7 @@ pub struct RunBuilder {
     instructions: Vec<String>,
     write_hooks: WriteHooks,
     touch_observers: Vec<TouchObserver>,
+    notices: Notices,
 }
 
 impl RunBuilder {
@@ -303,6 +322,12 @@ impl RunBuilder {
         self
     }
 
+    /// The run's notice queue, for a family whose background watchers must
+    /// report without holding the run.
+    pub fn notices(&self) -> Notices {
+        self.notices.clone()
+    }
+
     /// Adds an observer told of every file a tool works on.
     pub fn on_touch(mut self, observer: TouchObserver) -> Self {
         self.touch_observers.push(observer);
@@ -319,7 +344,7 @@ impl RunBuilder {
                 registry: self.registry,
                 human: self.human,
                 resources: Mutex::new(self.resources),
-                notices: Mutex::new(Vec::new()),
+                notices: self.notices,
                 instructions: self.instructions,
                 write_lock: Arc::default(),
                 write_hooks: self.write_hooks,

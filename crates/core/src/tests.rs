@@ -263,6 +263,18 @@ async fn notices_are_appended_once_to_the_next_result() {
     );
     let second = run.call("look", json!({"text": "a"})).await.unwrap();
     assert_eq!(second.text_content(), "a");
+    // A watcher holding only the queue reports without holding the run.
+    let (_dir2, ws) = workspace();
+    let builder = Run::builder(ws).tool(echo("look", Tier::Read, &Arc::new(AtomicUsize::new(0))));
+    let queue = builder.notices();
+    let other = builder.build();
+    queue.push("server exited");
+    let text = other
+        .call("look", json!({"text": "a"}))
+        .await
+        .unwrap()
+        .text_content();
+    assert!(text.ends_with("[run notice] server exited"), "{text}");
     // Errors carry them too.
     run.notify("late diagnostics");
     let err = run.call("look", json!({})).await.unwrap_err();

@@ -311,3 +311,28 @@ async fn bad_input_is_refused_with_the_parameter_named() {
         err.message
     );
 }
+
+#[tokio::test]
+async fn a_hundred_megabytes_of_output_is_capped_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path());
+    let result = run
+        .call(
+            "shell",
+            json!({"command": "head -c 100000000 /dev/zero | tr '\\0' a; echo; echo END"}),
+        )
+        .await
+        .unwrap();
+    let text = result.text_content();
+    assert!(text.len() < 40_000, "{} bytes came back", text.len());
+    assert!(text.contains("bytes of output cut"));
+    assert!(text.contains("END"), "the tail is kept");
+    // What was kept is the head and the tail, not the whole stream.
+    let cut: u64 = text
+        .split("[... ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(cut > 99_000_000, "cut {cut}");
+}
