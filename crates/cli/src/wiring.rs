@@ -13,6 +13,7 @@ const KNOWN_SETTINGS: &[&str] = &[
     gantry_ask::SETTINGS_SECTION,
     gantry_web::SETTINGS_SECTION,
     "lsp",
+    "ast",
 ];
 
 /// What a front end asks for when it opens a run.
@@ -57,6 +58,7 @@ pub fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::R
     let builder = gantry_edit::register(builder);
     let builder = gantry_memory::register(builder);
     let builder = gantry_lsp::register(builder);
+    let builder = gantry_ast::register(builder);
     let builder = gantry_web::register(builder);
     let builder = gantry_shell::register(builder);
     let builder = gantry_ask::register(builder);
