@@ -443,9 +443,10 @@ fn print_status(run: &Run) {
 /// What `gantry status` adds from the families that can explain themselves
 /// (which language servers can start here, and why not).
 async fn print_family_status(run: &Run) {
-    if run.registry().get("lsp").is_some() {
-        if let Ok(result) = run.call("lsp", json!({"action": "status"})).await {
-            println!("\nlanguage servers:\n{}", result.text_content());
-        }
+    if run.registry().get("lsp").is_none() {
+        return;
+    }
+    if let Ok(result) = run.call("lsp", json!({"action": "status"})).await {
+        println!("\nlanguage servers:\n{}", result.text_content());
     }
 }

@@ -76,7 +76,7 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
     builder
         .resource(Arc::new(supervisor.clone()))
         .write_hook(Arc::new(DiagnosticsHook::new(supervisor.clone())))
-        .on_touch(Arc::new(|run, path| touch(run, path)))
+        .on_touch(Arc::new(touch))
         .tool(Lsp {
             supervisor: supervisor.clone(),
         })

@@ -36,10 +36,11 @@ async fn gone(pid: i32) -> bool {
 /// Waits, with a bound, for a command to write a pid file.
 async fn read_pid(path: &Path) -> i32 {
     for _ in 0..500 {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if let Ok(pid) = text.trim().parse() {
-                return pid;
-            }
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            return pid;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
