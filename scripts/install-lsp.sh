@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs (idempotently) the language servers the gantry-lsp tests use:
-# basedpyright (PyPI, bundles its node), typescript + typescript-language-server
+# basedpyright (PyPI, bundles its node), typescript 6 + typescript-language-server
 # (npm, global prefix) and clangd (Debian's clangd-19). rust-analyzer, gopls and
 # the Dart server have no usable package here: their table entries are covered
 # by detection and status tests only.
@@ -13,8 +13,11 @@ if ! command -v basedpyright-langserver >/dev/null 2>&1; then
   python3 -m pip install -q --disable-pip-version-check basedpyright
 fi
 
-if ! command -v typescript-language-server >/dev/null 2>&1 || ! command -v tsc >/dev/null 2>&1; then
-  $sudo npm install -g --silent typescript typescript-language-server
+# typescript-language-server drives tsserver, which TypeScript 7 (the native
+# port) no longer ships: pin the last line that has it.
+tsserver="$(npm root -g 2>/dev/null)/typescript/lib/tsserver.js"
+if ! command -v typescript-language-server >/dev/null 2>&1 || [ ! -f "$tsserver" ]; then
+  $sudo npm install -g --silent 'typescript@^6' typescript-language-server
 fi
 
 if ! compgen -c | grep -qE '^clangd(-[0-9]+)?$'; then

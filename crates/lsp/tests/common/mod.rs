@@ -31,6 +31,31 @@ pub fn have(binaries: &[&str]) -> bool {
     false
 }
 
+/// Whether typescript-language-server can run here: the server and a
+/// TypeScript that still ships `tsserver` (TypeScript 7, the native port,
+/// does not) next to the `tsc` on PATH.
+pub fn typescript() -> bool {
+    if !have(&["typescript-language-server", "tsc"]) {
+        return false;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let tsserver = std::env::split_paths(&path)
+        .map(|dir| dir.join("tsc"))
+        .find(|tsc| tsc.is_file())
+        .and_then(|tsc| std::fs::canonicalize(tsc).ok())
+        .and_then(|tsc| Some(tsc.parent()?.parent()?.join("lib/tsserver.js")))
+        .is_some_and(|tsserver| tsserver.is_file());
+    if tsserver {
+        return true;
+    }
+    let reason = "the TypeScript next to `tsc` has no lib/tsserver.js (TypeScript 7 dropped it; scripts/install-lsp.sh installs typescript@6)";
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{reason}");
+    }
+    eprintln!("SKIPPED: {reason}");
+    false
+}
+
 /// The first `clangd` or `clangd-NN` on PATH.
 pub fn clangd() -> Option<String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
