@@ -166,8 +166,8 @@ pub fn kind(kind: SymbolKind) -> String {
     words
 }
 
-/// A document's symbol tree, indented, capped at
-/// [`DOCUMENT_SYMBOLS_CAP`].
+/// A document's symbol tree, indented, in source order at every level
+/// (tsserver lists them by name), capped at [`DOCUMENT_SYMBOLS_CAP`].
 pub fn document_symbols(file: &str, symbols: &[DocumentSymbol]) -> String {
     fn count(symbols: &[DocumentSymbol]) -> usize {
         symbols
@@ -176,7 +176,14 @@ pub fn document_symbols(file: &str, symbols: &[DocumentSymbol]) -> String {
             .sum()
     }
     fn walk(symbols: &[DocumentSymbol], depth: usize, out: &mut Vec<String>) {
-        for symbol in symbols {
+        let mut ordered: Vec<&DocumentSymbol> = symbols.iter().collect();
+        ordered.sort_by_key(|s| {
+            (
+                s.selection_range.start.line,
+                s.selection_range.start.character,
+            )
+        });
+        for symbol in ordered {
             if out.len() >= DOCUMENT_SYMBOLS_CAP {
                 return;
             }

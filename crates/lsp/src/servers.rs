@@ -90,6 +90,29 @@ pub fn builtin() -> Vec<ServerSpec> {
         server.ready_log = Some("source file".into());
         server
     };
+    // While tsserver loads a project, typescript-language-server answers
+    // navigation from a syntax-only server that sees one file: a
+    // definition lands on the import line, references miss other files.
+    // One semantic server answers once the project is loaded, or not at
+    // all within the deadline. A rename started at an import renames the
+    // declaration and every use, not just the local name behind an
+    // `as` alias.
+    let mut typescript = spec(
+        "typescript-language-server",
+        &["typescript-language-server"],
+        &["--stdio"],
+        &[
+            "typescript",
+            "typescriptreact",
+            "javascript",
+            "javascriptreact",
+        ],
+        &["tsconfig.json", "jsconfig.json", "package.json"],
+    );
+    typescript.initialization_options = serde_json::json!({
+        "tsserver": {"useSyntaxServer": "never"},
+        "preferences": {"providePrefixAndSuffixTextForRename": false}
+    });
     vec![
         spec(
             "rust-analyzer",
@@ -101,18 +124,7 @@ pub fn builtin() -> Vec<ServerSpec> {
         pyright_like("basedpyright", "basedpyright-langserver"),
         pyright_like("pyright", "pyright-langserver"),
         spec("pylsp", &["pylsp"], &[], &["python"], PYTHON_MARKERS),
-        spec(
-            "typescript-language-server",
-            &["typescript-language-server"],
-            &["--stdio"],
-            &[
-                "typescript",
-                "typescriptreact",
-                "javascript",
-                "javascriptreact",
-            ],
-            &["tsconfig.json", "jsconfig.json", "package.json"],
-        ),
+        typescript,
         clangd,
         spec("gopls", &["gopls"], &[], &["go"], &["go.work", "go.mod"]),
         spec(

@@ -390,11 +390,14 @@ impl Supervisor {
                             Some(what) => format!("still indexing ({what})"),
                             None => "ready".into(),
                         };
+                        let name = match server.client().server_name() {
+                            "" => String::new(),
+                            name => format!(", {name}"),
+                        };
                         format!(
-                            "{busy}, pid {}, {} open file(s), {}",
+                            "{busy}, pid {}, {} open file(s){name}",
                             server.pid,
                             server.open_count().await,
-                            server.client().server_name()
                         )
                     }
                     Phase::Crashed(reason) => {

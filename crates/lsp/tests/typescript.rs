@@ -1,0 +1,327 @@
+//! `lsp`, `lsp_rename` and diagnostics on write against a real
+//! typescript-language-server (over tsserver) on a small project.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+const TSCONFIG: &str = r#"{
+  "compilerOptions": { "strict": true, "target": "es2020", "module": "commonjs", "noEmit": true },
+  "include": ["src"]
+}
+"#;
+
+const SHAPES: &str = r#"/** Something with an area. */
+export interface Shape {
+  area(): number;
+}
+
+export class Square implements Shape {
+  constructor(private side: number) {}
+  area(): number {
+    return this.side * this.side;
+  }
+}
+
+export class Circle implements Shape {
+  constructor(private radius: number) {}
+  area(): number {
+    return Math.PI * this.radius * this.radius;
+  }
+}
+
+/** Adds up the areas of `shapes`. */
+export function totalArea(shapes: Shape[]): number {
+  return shapes.reduce((sum, s) => sum + s.area(), 0);
+}
+"#;
+
+const MAIN: &str = r#"import { Circle, Shape, Square, totalArea } from "./shapes";
+
+const shapes: Shape[] = [new Square(2), new Circle(1)];
+const first = shapes[0];
+const total: number = totalArea(shapes);
+export const report = `${total} ${first.area()}`;
+"#;
+
+fn ts_project() -> Option<(tempfile::TempDir, gantry_core::Run)> {
+    if !typescript() {
+        return None;
+    }
+    Some(project(
+        &[
+            ("tsconfig.json", TSCONFIG),
+            ("src/shapes.ts", SHAPES),
+            ("src/main.ts", MAIN),
+        ],
+        json!({}),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn navigation_answers_on_a_typescript_project() {
+    let Some((_dir, run)) = ts_project() else {
+        return;
+    };
+    // The first request of the run: answered by the semantic server once
+    // the project is loaded, not by a syntax-only guess at the import line.
+    let definition = lsp(
+        &run,
+        json!({"action": "definition", "file": "src/main.ts", "line": 5, "symbol": "totalArea"}),
+    )
+    .await;
+    assert!(
+        definition
+            .contains("src/shapes.ts:21: export function totalArea(shapes: Shape[]): number {"),
+        "{definition}"
+    );
+
+    let references = lsp(
+        &run,
+        json!({"action": "references", "file": "src/shapes.ts", "line": 21, "symbol": "totalArea"}),
+    )
+    .await;
+    assert!(references.contains("(3 in 2 file(s))"), "{references}");
+    assert!(
+        references.contains("src/main.ts\n  1: import { Circle, Shape, Square, totalArea } from \"./shapes\";\n  5: const total: number = totalArea(shapes);"),
+        "{references}"
+    );
+
+    let hover = lsp(
+        &run,
+        json!({"action": "hover", "file": "src/main.ts", "line": 5, "symbol": "totalArea"}),
+    )
+    .await;
+    assert!(
+        hover.contains("totalArea(shapes: Shape[]): number"),
+        "{hover}"
+    );
+    assert!(hover.contains("Adds up the areas of `shapes`."), "{hover}");
+
+    // In source order, though tsserver lists them by name.
+    let outline = lsp(&run, json!({"action": "symbols", "file": "src/shapes.ts"})).await;
+    let order: Vec<&str> = [
+        "2: interface Shape",
+        "6: class Square",
+        "  8: method area",
+        "13: class Circle",
+        "21: function totalArea",
+    ]
+    .into_iter()
+    .collect();
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|item| {
+            outline
+                .find(item)
+                .unwrap_or_else(|| panic!("{item} in {outline}"))
+        })
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{outline}");
+    let search = lsp(&run, json!({"action": "symbols", "query": "Circle"})).await;
+    assert!(
+        search.contains("src/shapes.ts:13: class Circle"),
+        "{search}"
+    );
+
+    // An interface and its method: the two classes that implement them.
+    let implementations = lsp(
+        &run,
+        json!({"action": "implementation", "file": "src/shapes.ts", "line": 2, "symbol": "Shape"}),
+    )
+    .await;
+    assert!(
+        implementations.contains("  6: export class Square implements Shape {")
+            && implementations.contains("  13: export class Circle implements Shape {"),
+        "{implementations}"
+    );
+    let methods = lsp(
+        &run,
+        json!({"action": "implementation", "file": "src/main.ts", "line": 6, "symbol": "area"}),
+    )
+    .await;
+    assert!(methods.contains("(2 in 1 file(s))"), "{methods}");
+    assert!(
+        methods.contains("src/shapes.ts\n  8: area(): number {\n  15: area(): number {"),
+        "{methods}"
+    );
+
+    let type_definition = lsp(
+        &run,
+        json!({"action": "type_definition", "file": "src/main.ts", "line": 4, "symbol": "first"}),
+    )
+    .await;
+    assert!(
+        type_definition.contains("src/shapes.ts:2: export interface Shape {"),
+        "{type_definition}"
+    );
+
+    let refactors = lsp(
+        &run,
+        json!({"action": "code_actions", "file": "src/main.ts", "line": 4, "symbol": "first"}),
+    )
+    .await;
+    assert!(
+        refactors.starts_with("code actions at `first` (src/main.ts:4); listed, not applied"),
+        "{refactors}"
+    );
+    assert!(
+        refactors.contains("[refactor.inline.variable] Inline variable"),
+        "{refactors}"
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_actions_offer_the_missing_import() {
+    let Some((_dir, run)) = ts_project() else {
+        return;
+    };
+    lsp(&run, json!({"action": "symbols", "file": "src/main.ts"})).await;
+    let note = write(
+        &run,
+        "src/extra.ts",
+        "const fresh = new Square(3);\nexport { fresh };\n",
+    )
+    .await;
+    assert!(
+        note.starts_with("problems in this file after the write (no earlier diagnostics"),
+        "{note}"
+    );
+    assert!(
+        note.contains("src/extra.ts:1: error[2304]: Cannot find name 'Square'."),
+        "{note}"
+    );
+    let actions = lsp(
+        &run,
+        json!({"action": "code_actions", "file": "src/extra.ts", "line": 1, "symbol": "Square"}),
+    )
+    .await;
+    assert!(
+        actions.contains("[quickfix] Add import from \"./shapes\" (preferred)"),
+        "{actions}"
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rename_changes_both_files_through_the_write_path() {
+    let Some((dir, run)) = ts_project() else {
+        return;
+    };
+    let renamed = run
+        .call(
+            "lsp_rename",
+            json!({"file": "src/main.ts", "line": 5, "symbol": "totalArea", "new_name": "sumOfAreas"}),
+        )
+        .await
+        .unwrap()
+        .text_content();
+    assert!(
+        renamed.contains("renamed `totalArea` to `sumOfAreas` in 2 file(s)"),
+        "{renamed}"
+    );
+    assert!(
+        renamed.contains("M src/main.ts") && renamed.contains("M src/shapes.ts"),
+        "{renamed}"
+    );
+    assert!(!renamed.contains("introduced"), "{renamed}");
+    assert!(
+        read(dir.path(), "src/shapes.ts").contains("export function sumOfAreas(shapes: Shape[])")
+    );
+    let main = read(dir.path(), "src/main.ts");
+    assert!(main.contains("Square, sumOfAreas } from"), "{main}");
+    assert!(
+        main.contains("const total: number = sumOfAreas(shapes);"),
+        "{main}"
+    );
+    let definition = lsp(
+        &run,
+        json!({"action": "definition", "file": "src/main.ts", "line": 5, "symbol": "sumOfAreas"}),
+    )
+    .await;
+    assert!(
+        definition.contains("src/shapes.ts:21: export function sumOfAreas"),
+        "{definition}"
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnostics_on_write_and_for_a_file_and_the_project() {
+    let Some((_dir, run)) = ts_project() else {
+        return;
+    };
+    let clean = lsp(
+        &run,
+        json!({"action": "diagnostics", "file": "src/main.ts"}),
+    )
+    .await;
+    assert!(clean.starts_with("none found"), "{clean}");
+    let shapes = lsp(
+        &run,
+        json!({"action": "diagnostics", "file": "src/shapes.ts"}),
+    )
+    .await;
+    assert!(shapes.starts_with("none found"), "{shapes}");
+    let project = lsp(&run, json!({"action": "diagnostics", "file": "*"})).await;
+    assert!(
+        project.starts_with("$ tsc --noEmit --pretty false -p . (in .): passed"),
+        "{project}"
+    );
+
+    let broken = format!("{MAIN}const wrong: string = total;\n");
+    let note = write(&run, "src/main.ts", &broken).await;
+    assert!(
+        note.starts_with("the write succeeded; it introduced these problems:"),
+        "{note}"
+    );
+    assert!(
+        note.contains(
+            "src/main.ts:7: error[2322]: Type 'number' is not assignable to type 'string'."
+        ),
+        "{note}"
+    );
+    assert!(note.contains("| const wrong: string = total;"), "{note}");
+
+    // The file and the project now show it.
+    let file = lsp(
+        &run,
+        json!({"action": "diagnostics", "file": "src/main.ts"}),
+    )
+    .await;
+    assert!(file.starts_with("1 problem(s) in src/main.ts:"), "{file}");
+    assert!(file.contains("src/main.ts:7: error[2322]"), "{file}");
+    let project = lsp(&run, json!({"action": "diagnostics", "file": "*"})).await;
+    assert!(project.contains("exit code 2"), "{project}");
+    assert!(
+        project.contains(
+            "src/main.ts(7,7): error TS2322: Type 'number' is not assignable to type 'string'."
+        ),
+        "{project}"
+    );
+
+    // Moved down: the same problem, not reported again.
+    let moved = format!("{MAIN}\n\n\nconst wrong: string = total;\n");
+    let note = write(&run, "src/main.ts", &moved).await;
+    assert!(!note.contains("2322"), "{note}");
+
+    // Fixed, then brought back: reported again.
+    let note = write(&run, "src/main.ts", MAIN).await;
+    assert!(!note.contains("introduced"), "{note}");
+    let note = write(&run, "src/main.ts", &broken).await;
+    assert!(note.contains("src/main.ts:7: error[2322]"), "{note}");
+    let note = write(&run, "src/main.ts", MAIN).await;
+    assert!(!note.contains("introduced"), "{note}");
+
+    // A changed signature breaks the caller in the other open file.
+    let changed = SHAPES.replace(
+        "totalArea(shapes: Shape[])",
+        "totalArea(shapes: Shape[], scale: number)",
+    );
+    let note = write(&run, "src/shapes.ts", &changed).await;
+    assert!(note.contains("src/main.ts (another open file)"), "{note}");
+    assert!(note.contains("src/main.ts:5: error[2554]"), "{note}");
+    run.shutdown().await;
+}
