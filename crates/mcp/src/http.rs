@@ -82,7 +82,10 @@ pub async fn serve_http(
         }));
     let listener = tokio::net::TcpListener::bind(options.addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving MCP over streamable HTTP at /mcp");
-    eprintln!("gantry: serving MCP at http://{}/mcp", listener.local_addr()?);
+    eprintln!(
+        "gantry: serving MCP at http://{}/mcp",
+        listener.local_addr()?
+    );
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { options.cancel.cancelled().await })
         .await?;
