@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use gantry_core::{Answer, Confirmation, Human, HumanError, Question, async_trait};
-use rmcp::model::{ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest};
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
+};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
 
@@ -142,11 +144,16 @@ impl PeerHuman {
 #[async_trait]
 impl Human for PeerHuman {
     async fn confirm(&self, tool: &str, confirmation: &Confirmation) -> Result<bool, HumanError> {
-        Ok(read_confirm(&self.elicit(confirm_form(tool, confirmation)).await?))
+        Ok(read_confirm(
+            &self.elicit(confirm_form(tool, confirmation)).await?,
+        ))
     }
 
     async fn ask(&self, question: &Question) -> Result<Answer, HumanError> {
-        Ok(read_answer(question, &self.elicit(ask_form(question)).await?))
+        Ok(read_answer(
+            question,
+            &self.elicit(ask_form(question)).await?,
+        ))
     }
 }
 
@@ -187,7 +194,10 @@ impl RetryHuman {
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_string(), InputRequest::Elicitation(ElicitRequest::new(params)));
+            .insert(
+                key.to_string(),
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            );
         Err(HumanError::InputRequired)
     }
 }
@@ -215,8 +225,14 @@ mod tests {
             question: "Which?".into(),
             context: None,
             options: vec![
-                Choice { label: "a".into(), description: None },
-                Choice { label: "b".into(), description: Some("bee".into()) },
+                Choice {
+                    label: "a".into(),
+                    description: None,
+                },
+                Choice {
+                    label: "b".into(),
+                    description: Some("bee".into()),
+                },
             ],
             allow_free_text: true,
             multi_select: true,
@@ -232,7 +248,10 @@ mod tests {
         let params = serde_json::to_value(ask_form(&question())).unwrap();
         let schema = &params["requestedSchema"];
         assert_eq!(schema["properties"]["choice"]["type"], "array");
-        assert_eq!(schema["properties"]["choice"]["items"]["anyOf"][1]["title"], "2. b - bee");
+        assert_eq!(
+            schema["properties"]["choice"]["items"]["anyOf"][1]["title"],
+            "2. b - bee"
+        );
         assert_eq!(schema["properties"]["answer"]["type"], "string");
         assert!(params["message"].as_str().unwrap().contains("  1. a"));
     }
@@ -241,11 +260,23 @@ mod tests {
     fn answers_are_read_and_declines_are_skips() {
         let q = question();
         assert_eq!(
-            read_answer(&q, &result("accept", json!({"choice": ["b", "zzz"], "answer": "ok"}))),
-            Answer::Given { chosen: vec!["b".into()], text: Some("ok".into()) }
+            read_answer(
+                &q,
+                &result("accept", json!({"choice": ["b", "zzz"], "answer": "ok"}))
+            ),
+            Answer::Given {
+                chosen: vec!["b".into()],
+                text: Some("ok".into())
+            }
         );
-        assert_eq!(read_answer(&q, &result("decline", Value::Null)), Answer::Skipped);
-        assert_eq!(read_answer(&q, &result("cancel", Value::Null)), Answer::Skipped);
+        assert_eq!(
+            read_answer(&q, &result("decline", Value::Null)),
+            Answer::Skipped
+        );
+        assert_eq!(
+            read_answer(&q, &result("cancel", Value::Null)),
+            Answer::Skipped
+        );
         assert!(read_confirm(&result("accept", json!({"approve": true}))));
         assert!(read_confirm(&result("accept", json!({}))));
         assert!(!read_confirm(&result("accept", json!({"approve": false}))));
@@ -255,14 +286,23 @@ mod tests {
     #[tokio::test]
     async fn retry_port_suspends_then_answers() {
         let first = RetryHuman::new(BTreeMap::new());
-        let confirmation = Confirmation { summary: "write a.txt".into(), details: None };
-        assert_eq!(first.confirm("write_file", &confirmation).await, Err(HumanError::InputRequired));
+        let confirmation = Confirmation {
+            summary: "write a.txt".into(),
+            details: None,
+        };
+        assert_eq!(
+            first.confirm("write_file", &confirmation).await,
+            Err(HumanError::InputRequired)
+        );
         let pending = first.take_pending();
         assert!(pending.contains_key(CONFIRM_KEY));
         let answered = RetryHuman::new(BTreeMap::from([(
             CONFIRM_KEY.to_string(),
             json!({"action": "accept", "content": {"approve": true}}),
         )]));
-        assert_eq!(answered.confirm("write_file", &confirmation).await, Ok(true));
+        assert_eq!(
+            answered.confirm("write_file", &confirmation).await,
+            Ok(true)
+        );
     }
 }

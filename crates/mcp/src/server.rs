@@ -3,19 +3,18 @@
 use std::sync::Arc;
 
 use gantry_core::{
-    CallErrorKind, CallOptions, Human, Listing, Part, Progress, ProgressSink, Run, Tier,
-    ToolResult,
+    CallErrorKind, CallOptions, Human, Listing, Part, Progress, ProgressSink, Run, Tier, ToolResult,
 };
+use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation,
-    InitializeRequestParams, InitializeResult, InputRequiredResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
+    Implementation, InitializeRequestParams, InitializeResult, InputRequiredResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::model::{RequestStateCodec, SealOptions};
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::ErrorData as McpError;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
@@ -101,12 +100,12 @@ impl GantryServer {
                     .is_some_and(|caps| caps.elicitation.is_some());
                 let human: Option<Arc<dyn Human>> = can_elicit
                     .then(|| Arc::new(PeerHuman::new(context.peer.clone())) as Arc<dyn Human>);
-                (self.shared.factory)(human)
-                    .map_err(|e| McpError::internal_error(format!("cannot start the run: {e:#}"), None))
+                (self.shared.factory)(human).map_err(|e| {
+                    McpError::internal_error(format!("cannot start the run: {e:#}"), None)
+                })
             })
             .await
     }
-
 }
 
 fn to_mcp_tool(listing: Listing) -> Tool {
@@ -156,7 +155,8 @@ fn progress_sink(context: &RequestContext<RoleServer>) -> Option<ProgressSink> {
     let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
     Some(Arc::new(move |progress: Progress| {
         let step = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64 + 1.0;
-        let mut param = ProgressNotificationParam::new(token.clone(), progress.done.unwrap_or(step));
+        let mut param =
+            ProgressNotificationParam::new(token.clone(), progress.done.unwrap_or(step));
         param.total = progress.total;
         param.message = Some(progress.message);
         let peer = peer.clone();
@@ -238,7 +238,9 @@ impl ServerHandler for GantryServer {
         let human: Option<Arc<dyn Human>> = match &retry {
             Some(retry) => Some(retry.clone() as Arc<dyn Human>),
             None if modern => None,
-            None => can_elicit.then(|| Arc::new(PeerHuman::new(context.peer.clone())) as Arc<dyn Human>),
+            None => {
+                can_elicit.then(|| Arc::new(PeerHuman::new(context.peer.clone())) as Arc<dyn Human>)
+            }
         };
         let options = CallOptions {
             cancel: context.ct.clone(),
