@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use gantry_core::write::ChangeSet;
-use gantry_core::{Run, Settings, Workspace};
+use gantry_core::{Run, RunBuilder, Settings, Workspace};
 use serde_json::{Value, json};
 
 /// Whether every binary is on PATH. Missing: the test is skipped with a
@@ -80,6 +80,15 @@ pub fn clangd() -> Option<String> {
 /// deadlines are generous because the test machine is shared with
 /// builds; the bench measures the real timing.
 pub fn project(files: &[(&str, &str)], lsp: Value) -> (tempfile::TempDir, Run) {
+    project_with(files, lsp, |builder| builder)
+}
+
+/// [`project`] with more families wired by `wire` (the shell, say).
+pub fn project_with(
+    files: &[(&str, &str)],
+    lsp: Value,
+    wire: impl FnOnce(RunBuilder) -> RunBuilder,
+) -> (tempfile::TempDir, Run) {
     let dir = tempfile::tempdir().unwrap();
     for (path, text) in files {
         let path = dir.path().join(path);
@@ -96,7 +105,7 @@ pub fn project(files: &[(&str, &str)], lsp: Value) -> (tempfile::TempDir, Run) {
     }
     let settings = Settings::from_value(json!({ "lsp": section })).unwrap();
     let builder = Run::builder(Workspace::new(dir.path()).unwrap()).settings(settings);
-    let run = gantry_lsp::register(builder).build();
+    let run = wire(gantry_lsp::register(builder)).build();
     (dir, run)
 }
 
