@@ -2,13 +2,12 @@
 
 use gantry_core::write::{Change, ChangeSet};
 use gantry_core::{
-    Confirmation, Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
-    Workspace, async_trait,
+    Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Workspace, async_trait,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::report;
+use crate::flow::{self, Outcome};
 use crate::text::{Text, closest_lines, line_numbers, not_text, plural};
 
 /// Replaces exact text in a file.
@@ -47,17 +46,6 @@ or set `expected_replacements` to replace every occurrence. Read the file first.
 line endings, byte-order mark and final newline are kept. With an empty `old_string` and a \
 path that does not exist, creates the file with `new_string`. When nothing matches, the error \
 shows the closest lines; when too many match, it says where. The result shows the diff.";
-
-impl Edit {
-    fn plan(
-        run: &Run,
-        params: &EditParams,
-    ) -> impl FnOnce() -> Result<ChangeSet, ToolError> + use<> {
-        let workspace = run.workspace().clone();
-        let params = params.clone();
-        move || plan(&workspace, &params)
-    }
-}
 
 fn plan(workspace: &Workspace, params: &EditParams) -> Result<ChangeSet, ToolError> {
     let path = workspace.resolve(&params.path)?;
@@ -214,51 +202,41 @@ impl Tool for Edit {
         params: &EditParams,
         run: &Run,
     ) -> Result<Option<Prepared>, ToolError> {
-        let changes = crate::blocking(Self::plan(run, params)).await?;
-        let files = report::files(run.workspace(), &changes);
-        let summary = files
-            .first()
-            .map(|file| format!("Edit {}", file.stat()))
-            .unwrap_or_else(|| self.describe(params));
-        Ok(Some(Prepared {
-            confirmation: Confirmation {
-                summary,
-                details: Some(report::full_diff(&files)),
-            },
-            plan: Some(Box::new(changes)),
-        }))
+        flow::confirmation(run, params, plan, |_, files| {
+            files
+                .first()
+                .map(|file| format!("Edit {}", file.stat()))
+                .unwrap_or_else(|| self.describe(params))
+        })
+        .await
     }
 
-    async fn execute(
-        &self,
-        params: EditParams,
-        mut ctx: ToolContext,
-    ) -> Result<ToolResult, ToolError> {
-        let changes = match ctx.take_plan::<ChangeSet>() {
-            Some(changes) => changes,
-            None => crate::blocking(Self::plan(&ctx.run, &params)).await?,
-        };
-        let files = report::files(ctx.run.workspace(), &changes);
-        let summary = match files.first() {
-            Some(file) if file.letter == 'A' => {
-                format!(
-                    "Created {} ({}).",
+    async fn execute(&self, params: EditParams, ctx: ToolContext) -> Result<ToolResult, ToolError> {
+        flow::execute(ctx, &params, plan, |_, _, files| {
+            let summary = match files.first() {
+                Some(file) if file.letter == 'A' => {
+                    format!(
+                        "Created {} ({}).",
+                        file.name,
+                        plural(file.lines_after, "line")
+                    )
+                }
+                Some(file) => format!(
+                    "Edited {}: replaced {} (+{} -{} lines).",
                     file.name,
-                    plural(file.lines_after, "line")
-                )
+                    plural(params.expected_replacements as usize, "occurrence"),
+                    file.added,
+                    file.removed
+                ),
+                None => "Nothing to change.".into(),
+            };
+            let created = files.first().is_some_and(|file| file.letter == 'A');
+            Outcome {
+                summary,
+                diff_for_model: !created,
             }
-            Some(file) => format!(
-                "Edited {}: replaced {} (+{} -{} lines).",
-                file.name,
-                plural(params.expected_replacements as usize, "occurrence"),
-                file.added,
-                file.removed
-            ),
-            None => "Nothing to change.".into(),
-        };
-        let created = files.first().is_some_and(|file| file.letter == 'A');
-        let applied = ctx.run.apply(changes).await?;
-        Ok(report::result(summary, &files, !created, &applied))
+        })
+        .await
     }
 }
 

@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 
 pub mod edit;
+mod flow;
 pub mod patch;
 mod report;
 mod text;
@@ -47,7 +48,7 @@ pub mod write_file;
 
 use std::sync::Arc;
 
-use gantry_core::{DynTool, RunBuilder, ToolError};
+use gantry_core::{DynTool, RunBuilder};
 
 pub use edit::{Edit, EditParams};
 pub use patch::{ApplyPatch, ApplyPatchParams};
@@ -66,13 +67,4 @@ pub fn register(mut builder: RunBuilder) -> RunBuilder {
         builder.add_tool(tool);
     }
     builder
-}
-
-/// Runs file work (reading, planning) off the async threads.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ToolError::failed(format!("planning the change failed: {e}")))?
 }

@@ -2,13 +2,13 @@
 
 use gantry_core::write::{ChangeKind, ChangeSet};
 use gantry_core::{
-    Confirmation, Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
-    async_trait,
+    Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Workspace, async_trait,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::report::{self, FileReport};
+use crate::flow::{self, Outcome};
+use crate::report::FileReport;
 use crate::text::plural;
 
 /// Writes a whole file.
@@ -33,23 +33,15 @@ file, prefer `edit` (or `apply_patch` for several places or files): it cannot dr
 did not mean to touch. The result says whether the file was created or overwritten, with line \
 counts and the diff of an overwrite.";
 
-impl WriteFile {
-    fn plan(
-        run: &Run,
-        params: &WriteFileParams,
-    ) -> impl FnOnce() -> Result<ChangeSet, ToolError> + use<> {
-        let workspace = run.workspace().clone();
-        let params = params.clone();
-        move || {
-            let path = workspace.resolve(&params.path)?;
-            let mut changes = ChangeSet::new();
-            if std::fs::read(&path).is_ok_and(|now| now == params.content.as_bytes()) {
-                return Ok(changes);
-            }
-            changes.plan_write(&workspace, &path, params.content)?;
-            Ok(changes)
-        }
+/// A write of `content`, or nothing when the file already has it.
+fn plan(workspace: &Workspace, params: &WriteFileParams) -> Result<ChangeSet, ToolError> {
+    let path = workspace.resolve(&params.path)?;
+    let mut changes = ChangeSet::new();
+    if std::fs::read(&path).is_ok_and(|now| now == params.content.as_bytes()) {
+        return Ok(changes);
     }
+    changes.plan_write(workspace, &path, params.content.clone())?;
+    Ok(changes)
 }
 
 /// `Created x (12 lines)` / `Overwrote x (10 -> 12 lines, +4 -2)`.
@@ -104,43 +96,35 @@ impl Tool for WriteFile {
         params: &WriteFileParams,
         run: &Run,
     ) -> Result<Option<Prepared>, ToolError> {
-        let changes = crate::blocking(Self::plan(run, params)).await?;
-        let files = report::files(run.workspace(), &changes);
-        let display = &params.path;
-        let summary = match changes.changes().first().map(|c| c.kind()) {
-            Some(ChangeKind::Created) => format!("Create {display}"),
-            Some(_) => format!("Overwrite {display}"),
-            None => format!("Write {display} (unchanged)"),
-        };
-        Ok(Some(Prepared {
-            confirmation: Confirmation {
-                summary,
-                details: Some(report::full_diff(&files)),
-            },
-            plan: Some(Box::new(changes)),
-        }))
+        flow::confirmation(run, params, plan, |changes, _| {
+            let display = &params.path;
+            match changes.changes().first().map(|c| c.kind()) {
+                Some(ChangeKind::Created) => format!("Create {display}"),
+                Some(_) => format!("Overwrite {display}"),
+                None => format!("Write {display} (unchanged)"),
+            }
+        })
+        .await
     }
 
     async fn execute(
         &self,
         params: WriteFileParams,
-        mut ctx: ToolContext,
+        ctx: ToolContext,
     ) -> Result<ToolResult, ToolError> {
-        let changes = match ctx.take_plan::<ChangeSet>() {
-            Some(changes) => changes,
-            None => crate::blocking(Self::plan(&ctx.run, &params)).await?,
-        };
-        let files = report::files(ctx.run.workspace(), &changes);
-        let display = match changes.changes().first() {
-            Some(change) => ctx.run.workspace().display(change.path()),
-            None => params.path.clone(),
-        };
-        let summary = summary(&display, &changes, &files);
-        let overwrite = changes
-            .changes()
-            .first()
-            .is_some_and(|c| *c.kind() != ChangeKind::Created);
-        let applied = ctx.run.apply(changes).await?;
-        Ok(report::result(summary, &files, overwrite, &applied))
+        flow::execute(ctx, &params, plan, |workspace, changes, files| {
+            let display = match changes.changes().first() {
+                Some(change) => workspace.display(change.path()),
+                None => params.path.clone(),
+            };
+            Outcome {
+                summary: summary(&display, changes, files),
+                diff_for_model: changes
+                    .changes()
+                    .first()
+                    .is_some_and(|c| *c.kind() != ChangeKind::Created),
+            }
+        })
+        .await
     }
 }

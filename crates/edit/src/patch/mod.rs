@@ -13,13 +13,12 @@ use std::path::PathBuf;
 
 use gantry_core::write::{Change, ChangeSet};
 use gantry_core::{
-    Confirmation, Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
-    Workspace, async_trait,
+    Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Workspace, async_trait,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::report;
+use crate::flow::{self, Outcome};
 use crate::text::{Text, not_text, plural};
 use parse::{FilePatch, Op};
 
@@ -136,6 +135,11 @@ fn plan_file(workspace: &Workspace, file: &FilePatch) -> Result<Option<Change>, 
     }
 }
 
+/// [`plan`] for the tool's parameters.
+fn plan_params(workspace: &Workspace, params: &ApplyPatchParams) -> Result<ChangeSet, ToolError> {
+    plan(workspace, &params.patch)
+}
+
 /// Plans the whole patch, or explains every file that cannot be changed.
 fn plan(workspace: &Workspace, text: &str) -> Result<ChangeSet, ToolError> {
     let patch = parse::parse(text).map_err(|e| ToolError::failed(format!("invalid patch: {e}")))?;
@@ -160,17 +164,6 @@ fn plan(workspace: &Workspace, text: &str) -> Result<ChangeSet, ToolError> {
             plural(problems.len(), "problem"),
             problems.join("\n\n")
         )))
-    }
-}
-
-impl ApplyPatch {
-    fn plan(
-        run: &Run,
-        params: &ApplyPatchParams,
-    ) -> impl FnOnce() -> Result<ChangeSet, ToolError> + use<> {
-        let workspace = run.workspace().clone();
-        let text = params.patch.clone();
-        move || plan(&workspace, &text)
     }
 }
 
@@ -207,44 +200,39 @@ impl Tool for ApplyPatch {
         params: &ApplyPatchParams,
         run: &Run,
     ) -> Result<Option<Prepared>, ToolError> {
-        let changes = crate::blocking(Self::plan(run, params)).await?;
-        let files = report::files(run.workspace(), &changes);
-        let stats: Vec<String> = files.iter().map(|f| f.stat()).collect();
-        Ok(Some(Prepared {
-            confirmation: Confirmation {
-                summary: format!("Apply patch: {}", stats.join(", ")),
-                details: Some(report::full_diff(&files)),
-            },
-            plan: Some(Box::new(changes)),
-        }))
+        flow::confirmation(run, params, plan_params, |_, files| {
+            let stats: Vec<String> = files.iter().map(|f| f.stat()).collect();
+            format!("Apply patch: {}", stats.join(", "))
+        })
+        .await
     }
 
     async fn execute(
         &self,
         params: ApplyPatchParams,
-        mut ctx: ToolContext,
+        ctx: ToolContext,
     ) -> Result<ToolResult, ToolError> {
-        let changes = match ctx.take_plan::<ChangeSet>() {
-            Some(changes) => changes,
-            None => crate::blocking(Self::plan(&ctx.run, &params)).await?,
-        };
-        let files = report::files(ctx.run.workspace(), &changes);
-        let (added, removed) = files
-            .iter()
-            .fold((0, 0), |(a, r), f| (a + f.added, r + f.removed));
-        let mut summary = if files.is_empty() {
-            "The patch changes nothing: every file already has its content.".to_string()
-        } else {
-            format!(
-                "Applied the patch: {} changed (+{added} -{removed}).",
-                plural(files.len(), "file")
-            )
-        };
-        for file in &files {
-            summary.push('\n');
-            summary.push_str(&file.stat());
-        }
-        let applied = ctx.run.apply(changes).await?;
-        Ok(report::result(summary, &files, true, &applied))
+        flow::execute(ctx, &params, plan_params, |_, _, files| {
+            let (added, removed) = files
+                .iter()
+                .fold((0, 0), |(a, r), f| (a + f.added, r + f.removed));
+            let mut summary = if files.is_empty() {
+                "The patch changes nothing: every file already has its content.".to_string()
+            } else {
+                format!(
+                    "Applied the patch: {} changed (+{added} -{removed}).",
+                    plural(files.len(), "file")
+                )
+            };
+            for file in files {
+                summary.push('\n');
+                summary.push_str(&file.stat());
+            }
+            Outcome {
+                summary,
+                diff_for_model: true,
+            }
+        })
+        .await
     }
 }
