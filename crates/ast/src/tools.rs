@@ -206,6 +206,26 @@ struct Request {
     limit: Option<usize>,
 }
 
+/// Checks the parameters ast_grep and ast_edit share, in this order: a
+/// pattern, `max_results` (ast_grep only; `None` for ast_edit) and the
+/// language. One place, so both tools refuse the same input the same way.
+fn validate_search(
+    pattern: &str,
+    language: Option<&str>,
+    max_results: Option<usize>,
+) -> Result<(), String> {
+    if pattern.trim().is_empty() {
+        return Err("pattern: expected a code fragment such as `$X.unwrap()`".into());
+    }
+    if max_results == Some(0) {
+        return Err("max_results: expected at least 1".into());
+    }
+    if let Some(language) = language {
+        lang::parse(language)?;
+    }
+    Ok(())
+}
+
 /// Runs the blocking walk, compile and search on the blocking pool.
 async fn search_blocking(
     run: Run,
@@ -299,16 +319,11 @@ impl Tool for AstGrep {
     }
 
     fn validate(&self, params: &AstGrepParams, _: &Run) -> Result<(), String> {
-        if params.pattern.trim().is_empty() {
-            return Err("pattern: expected a code fragment such as `$X.unwrap()`".into());
-        }
-        if params.max_results == Some(0) {
-            return Err("max_results: expected at least 1".into());
-        }
-        if let Some(language) = &params.language {
-            lang::parse(language)?;
-        }
-        Ok(())
+        validate_search(
+            &params.pattern,
+            params.language.as_deref(),
+            params.max_results,
+        )
     }
 
     fn describe(&self, params: &AstGrepParams) -> String {
@@ -355,10 +370,7 @@ fn render_search(
 ) -> String {
     let ws = run.workspace();
     let lang = lang::id(target.lang);
-    let mut out = String::new();
-    for note in &query.notes {
-        let _ = writeln!(out, "Note: {note}");
-    }
+    let mut out = notes(query);
     if outcome.total == 0 {
         let _ = writeln!(
             out,
@@ -428,6 +440,16 @@ fn render_search(
     out.trim_end().to_string()
 }
 
+/// The start of an ast_grep or ast_edit result: the notes on how the
+/// pattern was read, one `Note:` line each.
+fn notes(query: &Query) -> String {
+    let mut out = String::new();
+    for note in &query.notes {
+        let _ = writeln!(out, "Note: {note}");
+    }
+    out
+}
+
 /// Names the files that failed to parse or could not be read.
 fn render_problems(out: &mut String, run: &Run, outcome: &Outcome) {
     let ws = run.workspace();
@@ -486,13 +508,7 @@ impl Tool for AstEdit {
     }
 
     fn validate(&self, params: &AstEditParams, _: &Run) -> Result<(), String> {
-        if params.pattern.trim().is_empty() {
-            return Err("pattern: expected a code fragment such as `$X.unwrap()`".into());
-        }
-        if let Some(language) = &params.language {
-            lang::parse(language)?;
-        }
-        Ok(())
+        validate_search(&params.pattern, params.language.as_deref(), None)
     }
 
     fn describe(&self, params: &AstEditParams) -> String {
@@ -562,10 +578,7 @@ impl Tool for AstEdit {
                 count,
             });
         }
-        let mut out = String::new();
-        for note in &query.notes {
-            let _ = writeln!(out, "Note: {note}");
-        }
+        let mut out = notes(&query);
         if staged_files.is_empty() {
             let _ = writeln!(
                 out,
