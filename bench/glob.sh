@@ -28,30 +28,15 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
-TREE=${GANTRY_BENCH_TREE:-${CARGO_HOME:-$HOME/.cargo}/registry/src}
+bench_tree
 COPIES=${GANTRY_BENCH_COPIES:-1}
 RUNS=${GANTRY_BENCH_RUNS:-10}
 
-if [ ! -d "$TREE" ]; then
-    echo "no tree at $TREE: run 'cargo build' once (it fills ~/.cargo/registry/src) or set GANTRY_BENCH_TREE" >&2
-    exit 1
-fi
-
 # Tools: hyperfine and fd, from Debian's packages when missing.
-need=()
-command -v hyperfine >/dev/null || need+=(hyperfine)
-command -v fdfind >/dev/null || command -v fd >/dev/null || need+=(fd-find)
-if [ ${#need[@]} -gt 0 ]; then
-    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-        echo "installing ${need[*]}" >&2
-        apt-get install -y -qq "${need[@]}" >/dev/null ||
-            { apt-get update -qq >/dev/null && apt-get install -y -qq "${need[@]}" >/dev/null; } ||
-            echo "could not install ${need[*]}; comparisons that need them are skipped" >&2
-    else
-        echo "missing ${need[*]} (install them to compare); comparisons that need them are skipped" >&2
-    fi
-fi
+bench_install hyperfine=hyperfine fd-find=fdfind,fd
 FD=$(command -v fdfind || command -v fd || true)
 
 WORK=""

@@ -30,31 +30,16 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
-TREE=${GANTRY_BENCH_TREE:-${CARGO_HOME:-$HOME/.cargo}/registry/src}
+bench_tree
 RUNS=${GANTRY_BENCH_RUNS:-10}
 PATTERNS=('unwrap\(\)' 'fn \w+_test' 'PhantomPinned')
-
-if [ ! -d "$TREE" ]; then
-    echo "no tree at $TREE: run 'cargo build' once (it fills ~/.cargo/registry/src) or set GANTRY_BENCH_TREE" >&2
-    exit 1
-fi
 TREE=$(cd "$TREE" && pwd -P)
 
 # Tools: ripgrep and hyperfine, from Debian's packages when missing.
-need=()
-command -v rg >/dev/null || need+=(ripgrep)
-command -v hyperfine >/dev/null || need+=(hyperfine)
-if [ ${#need[@]} -gt 0 ]; then
-    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-        echo "installing ${need[*]}" >&2
-        apt-get install -y -qq "${need[@]}" >/dev/null ||
-            { apt-get update -qq >/dev/null && apt-get install -y -qq "${need[@]}" >/dev/null; } ||
-            echo "could not install ${need[*]}; comparisons that need them are skipped" >&2
-    else
-        echo "missing ${need[*]} (install them to compare); comparisons that need them are skipped" >&2
-    fi
-fi
+bench_install ripgrep=rg hyperfine=hyperfine
 
 echo "tree: $TREE ($(find "$TREE" -type f | wc -l) files, $(du -sh "$TREE" | cut -f1)), $(nproc) cores"
 command -v rg >/dev/null && echo "$(rg --version | head -n 1)"
