@@ -10,11 +10,12 @@
 //! workspace root. `bench/glob.sh` runs this and, when the `gantry` binary
 //! is built, the same search through the CLI under hyperfine.
 
+mod bench;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gantry_core::{Run, Workspace};
 use serde_json::json;
 
 struct Options {
@@ -25,46 +26,21 @@ struct Options {
 }
 
 fn options() -> Result<Options, String> {
-    let mut tree = std::env::var_os("GANTRY_BENCH_TREE").map(PathBuf::from);
-    let mut runs = 10;
+    let args = bench::args(
+        "usage: glob_bench [TREE] [--runs N] [--pattern GLOB] [--fd-glob GLOB]",
+        &["--pattern", "--fd-glob"],
+    )?;
     let mut pattern = "**/*.rs".to_string();
     let mut fd_glob = "*.rs".to_string();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--runs" => {
-                runs = value("--runs")?
-                    .parse()
-                    .map_err(|e| format!("--runs: {e}"))?
-            }
-            "--pattern" => pattern = value("--pattern")?,
-            "--fd-glob" => fd_glob = value("--fd-glob")?,
-            "-h" | "--help" => {
-                return Err(
-                    "usage: glob_bench [TREE] [--runs N] [--pattern GLOB] [--fd-glob GLOB]".into(),
-                );
-            }
-            _ => tree = Some(PathBuf::from(arg)),
+    for (flag, value) in args.flags {
+        match flag.as_str() {
+            "--pattern" => pattern = value,
+            _ => fd_glob = value,
         }
     }
-    let tree = match tree {
-        Some(tree) => tree,
-        None => std::env::var_os("CARGO_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-            .ok_or("no TREE given and neither CARGO_HOME nor HOME is set")?
-            .join("registry/src"),
-    };
-    if !tree.is_dir() {
-        return Err(format!(
-            "{} is not a directory: give a TREE or set GANTRY_BENCH_TREE (after `cargo build`, ~/.cargo/registry/src is one)",
-            tree.display()
-        ));
-    }
     Ok(Options {
-        tree,
-        runs: runs.max(1),
+        tree: args.tree,
+        runs: args.runs,
         pattern,
         fd_glob,
     })
@@ -98,29 +74,15 @@ fn show(label: &str, times: &[Duration]) -> Duration {
 }
 
 fn fd_binary() -> Option<&'static str> {
-    ["fdfind", "fd"].into_iter().find(|bin| {
-        Command::new(bin)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
+    ["fdfind", "fd"]
+        .into_iter()
+        .find(|bin| bench::installed(bin))
 }
 
 #[tokio::main]
 async fn main() {
-    let options = match options() {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
-    };
-    let run = gantry_fs::register(Run::builder(
-        Workspace::new(&options.tree).expect("open the tree as a workspace"),
-    ))
-    .build();
+    let options = bench::or_exit(options());
+    let run = bench::run(&options.tree);
     let args = json!({ "pattern": options.pattern });
 
     // Warm the page cache and the dentry cache for both contenders.

@@ -19,11 +19,12 @@
 //! counted well past them. A rare pattern makes both search every file,
 //! which is the like-for-like figure.
 
+mod bench;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gantry_core::{Run, Workspace};
 use serde_json::json;
 
 /// A literal that is everywhere, an identifier shape, and a rare name.
@@ -36,45 +37,17 @@ struct Options {
 }
 
 fn options() -> Result<Options, String> {
-    let mut tree = std::env::var_os("GANTRY_BENCH_TREE").map(PathBuf::from);
-    let mut runs = 10;
-    let mut patterns = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--runs" => {
-                runs = value("--runs")?
-                    .parse()
-                    .map_err(|e| format!("--runs: {e}"))?
-            }
-            "--pattern" => patterns.push(value("--pattern")?),
-            "-h" | "--help" => {
-                return Err("usage: grep_bench [TREE] [--runs N] [--pattern REGEX]...".into());
-            }
-            _ => tree = Some(PathBuf::from(arg)),
-        }
-    }
-    let tree = match tree {
-        Some(tree) => tree,
-        None => std::env::var_os("CARGO_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-            .ok_or("no TREE given and neither CARGO_HOME nor HOME is set")?
-            .join("registry/src"),
-    };
-    if !tree.is_dir() {
-        return Err(format!(
-            "{} is not a directory: give a TREE or set GANTRY_BENCH_TREE (after `cargo build`, ~/.cargo/registry/src is one)",
-            tree.display()
-        ));
-    }
+    let args = bench::args(
+        "usage: grep_bench [TREE] [--runs N] [--pattern REGEX]...",
+        &["--pattern"],
+    )?;
+    let mut patterns: Vec<String> = args.flags.into_iter().map(|(_, value)| value).collect();
     if patterns.is_empty() {
         patterns = DEFAULT_PATTERNS.iter().map(|p| p.to_string()).collect();
     }
     Ok(Options {
-        tree,
-        runs: runs.max(1),
+        tree: args.tree,
+        runs: args.runs,
         patterns,
     })
 }
@@ -93,29 +66,11 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn rg_available() -> bool {
-    Command::new("rg")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[tokio::main]
 async fn main() {
-    let options = match options() {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
-    };
-    let run = gantry_fs::register(Run::builder(
-        Workspace::new(&options.tree).expect("open the tree as a workspace"),
-    ))
-    .build();
-    let have_rg = rg_available();
+    let options = bench::or_exit(options());
+    let run = bench::run(&options.tree);
+    let have_rg = bench::installed("rg");
     let tree = options.tree.to_str().expect("UTF-8 tree path").to_string();
     println!(
         "tree: {tree}; {} runs each, alternating; times are medians (min in brackets)",
