@@ -37,6 +37,17 @@ pub(crate) fn thousands(n: u64) -> String {
     out
 }
 
+/// `parts` joined by `sep` between `open` and `close`, or nothing when
+/// there are none: the `(…)` and `; …` tails that grep and ls put after a
+/// count for what they skipped or left out, built one way.
+pub(crate) fn tail(parts: &[String], open: &str, sep: &str, close: &str) -> String {
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("{open}{}{close}", parts.join(sep))
+    }
+}
+
 /// `1 file`, `2 files`: a count with its noun.
 pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", thousands(n), if n == 1 { one } else { many })

@@ -32,7 +32,7 @@ use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::common::{blocking, counted, fenced, io_failure, quote, thousands, walker};
+use crate::common::{blocking, counted, fenced, io_failure, quote, tail, thousands, walker};
 use crate::glob::{self, Matcher};
 
 /// Matching lines shown when the call gives no `max_results`: enough to
@@ -805,11 +805,7 @@ fn render(
             counted(outcome.unreadable, "entry", "entries")
         ));
     }
-    let skipped = if skipped.is_empty() {
-        String::new()
-    } else {
-        format!("; {}", skipped.join(", "))
-    };
+    let skipped = tail(&skipped, "; ", ", ", "");
     let searched = counted(outcome.files_searched, "file", "files");
 
     if outcome.matches == 0 {

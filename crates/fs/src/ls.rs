@@ -8,7 +8,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::common::{blocking, fenced, human_size, io_failure, quote};
+use crate::common::{blocking, fenced, human_size, io_failure, quote, tail};
 
 /// Most entries one listing shows; a directory with more says how many it
 /// left out rather than flooding the model's context.
@@ -172,11 +172,7 @@ fn render(listing: &Listing) -> ToolResult {
             listing.total
         ));
     }
-    let notes = if notes.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", notes.join("; "))
-    };
+    let notes = tail(&notes, " (", "; ", ")");
 
     if listing.entries.is_empty() {
         let text = if listing.ignored > 0 {
