@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{edit_id, err, ok, read, state_dir, workspace};
+use common::{accept, edit_id, err, ok, read, state_dir, workspace};
 use gantry_core::write::recover;
 use serde_json::json;
 
@@ -181,12 +181,7 @@ async fn nested_matches_rewrite_the_outermost_and_say_so() {
         text.contains("1 match nested inside another match was left as written"),
         "{text}"
     );
-    ok(
-        &run,
-        "resolve",
-        json!({"edit_id": edit_id(&text), "action": "accept"}),
-    )
-    .await;
+    accept(&run, &text).await;
     assert_eq!(
         read(&run, "n.rs"),
         "fn f() {\n    let v = must(a.unwrap().b);\n}\n"
@@ -198,12 +193,7 @@ async fn nested_matches_rewrite_the_outermost_and_say_so() {
         json!({"pattern": "$X.unwrap()", "rewrite": "must($X)"}),
     )
     .await;
-    ok(
-        &run,
-        "resolve",
-        json!({"edit_id": edit_id(&text), "action": "accept"}),
-    )
-    .await;
+    accept(&run, &text).await;
     assert_eq!(
         read(&run, "n.rs"),
         "fn f() {\n    let v = must(must(a).b);\n}\n"
@@ -221,12 +211,7 @@ async fn dart_statement_runs_are_carried_into_the_rewrite() {
         json!({"pattern": "setState(() { $$$BODY })", "rewrite": "update(() { $$$BODY })"}),
     )
     .await;
-    ok(
-        &run,
-        "resolve",
-        json!({"edit_id": edit_id(&text), "action": "accept"}),
-    )
-    .await;
+    accept(&run, &text).await;
     assert_eq!(
         read(&run, "lib/w.dart"),
         "void f() {\n  update(() { a = 1;\n  b = 2; });\n}\n"
@@ -248,12 +233,7 @@ async fn python_rewrite_with_repeated_metavariable() {
         text.starts_with("(proposed) 1 replacement in 1 file"),
         "{text}"
     );
-    ok(
-        &run,
-        "resolve",
-        json!({"edit_id": edit_id(&text), "action": "accept"}),
-    )
-    .await;
+    accept(&run, &text).await;
     assert_eq!(
         read(&run, "m.py"),
         "def f(a, b):\n    if True:\n        pass\n    if a == b:\n        pass\n"

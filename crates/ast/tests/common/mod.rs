@@ -78,3 +78,14 @@ pub fn edit_id(text: &str) -> String {
     let end = text[start..].find('"').unwrap() + start;
     text[start..end].to_string()
 }
+
+/// Accepts the edit an `ast_edit` result staged (its text is `staged`),
+/// as most edit tests do right after staging; the resolve text.
+pub async fn accept(run: &Run, staged: &str) -> String {
+    ok(
+        run,
+        "resolve",
+        serde_json::json!({"edit_id": edit_id(staged), "action": "accept"}),
+    )
+    .await
+}
