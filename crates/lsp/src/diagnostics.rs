@@ -87,6 +87,11 @@ fn multiset(items: &[Diagnostic]) -> HashMap<Key, usize> {
 }
 
 impl Ledger {
+    /// Whether `path` has a baseline.
+    pub fn has(&self, path: &Path) -> bool {
+        self.files.contains_key(path)
+    }
+
     /// Takes `items` as the baseline of `path` unless it has one.
     pub fn seed(&mut self, path: &Path, items: &[Diagnostic]) {
         self.files
@@ -406,7 +411,7 @@ impl WriteHook for DiagnosticsHook {
     async fn before_write(&self, run: &Run, changes: &ChangeSet) {
         self.supervisor.flush(run);
         for change in changes.changes() {
-            self.supervisor.touch(change.path());
+            self.supervisor.touch_for_write(change.path());
         }
         // What servers last published is the baseline of files the run has
         // not seen diagnostics for yet; no write waits for one.

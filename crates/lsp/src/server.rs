@@ -214,6 +214,9 @@ struct OpenDoc {
     version: i32,
     text: Arc<str>,
     stamp: Option<Stamp>,
+    /// Whether a Gantry write has gone to the server for it: its
+    /// diagnostics may then no longer be a baseline from before the write.
+    written: bool,
 }
 
 /// What a file looked like on disk when last synced: enough to notice a
@@ -517,9 +520,21 @@ impl Server {
                 version: 1,
                 text: text.clone(),
                 stamp: stamp_before,
+                written: false,
             },
         );
         Ok(text)
+    }
+
+    /// Whether `path` is open and no Gantry write has been sent for it:
+    /// what the server says about it is then a baseline from before any
+    /// write of this run.
+    pub async fn unwritten(&self, path: &Path) -> bool {
+        self.docs
+            .lock()
+            .await
+            .get(path)
+            .is_some_and(|doc| !doc.written)
     }
 
     /// Tells the server about a write Gantry made: new content for an
@@ -550,6 +565,7 @@ impl Server {
                     self.change_doc(path, doc, text);
                 }
                 doc.stamp = stamp(path);
+                doc.written = true;
                 doc.version
             }
             None => {
@@ -569,6 +585,7 @@ impl Server {
                         version: 1,
                         text: arc,
                         stamp: stamp(path),
+                        written: true,
                     },
                 );
                 1

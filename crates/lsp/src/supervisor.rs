@@ -79,6 +79,8 @@ pub(crate) struct Inner {
     watch: Mutex<Option<DiskWatch>>,
     ended: AtomicBool,
     pub(crate) ledger: Mutex<Ledger>,
+    /// Files whose baseline diagnostics are being fetched.
+    seeding: Mutex<HashSet<PathBuf>>,
 }
 
 /// The run's language servers. Cheap to clone; clones share everything.
@@ -99,6 +101,7 @@ impl Supervisor {
                 watch: Mutex::default(),
                 ended: AtomicBool::new(false),
                 ledger: Mutex::default(),
+                seeding: Mutex::default(),
             }),
         }
     }
@@ -128,8 +131,19 @@ impl Supervisor {
 
     /// Starts, in the background, the server for `path` and opens the file
     /// in it, so that the first real request or write rarely waits and a
-    /// write has a diagnostics baseline.
+    /// later write has a diagnostics baseline (see [`Supervisor::baseline`]).
     pub fn touch(&self, path: &Path) {
+        self.warm(path, true);
+    }
+
+    /// Like [`Supervisor::touch`], for a file about to be written: what the
+    /// server says about it may already be about the new content, so it is
+    /// not taken as a baseline.
+    pub(crate) fn touch_for_write(&self, path: &Path) {
+        self.warm(path, false);
+    }
+
+    fn warm(&self, path: &Path, baseline: bool) {
         let Ok(slot) = self.slot_for(path) else {
             return;
         };
@@ -139,8 +153,41 @@ impl Supervisor {
         tokio::spawn(async move {
             if let Ok(server) = this.ready(&slot).await {
                 server.refresh().await;
-                let _ = server.open(&path).await;
+                if server.open(&path).await.is_ok() && baseline {
+                    this.baseline(&server, &path);
+                }
             }
+        });
+    }
+
+    /// Whether the run has a diagnostics baseline for `path`: a write to it
+    /// then reports the problems it introduced rather than all of them.
+    pub fn has_baseline(&self, path: &Path) -> bool {
+        lock(&self.inner.ledger).has(path)
+    }
+
+    /// Fetches, in the background, the diagnostics of a file the run has
+    /// opened but not written, as the ledger's baseline: the first write
+    /// then reports what it introduced, not every problem of the file, and
+    /// never waits for a baseline itself. Pull servers publish nothing
+    /// unasked, so without this their first write would have none. Nothing
+    /// is recorded when a write reached the server meanwhile, or when the
+    /// ledger already has the file.
+    pub(crate) fn baseline(&self, server: &Arc<Server>, path: &Path) {
+        if lock(&self.inner.ledger).has(path) || !lock(&self.inner.seeding).insert(path.into()) {
+            return;
+        }
+        let this = self.clone();
+        let (server, path) = (server.clone(), path.to_path_buf());
+        tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + server.request_timeout();
+            if server.unwritten(&path).await
+                && let Some(items) = crate::diagnostics::current(&server, &path, deadline).await
+                && server.unwritten(&path).await
+            {
+                lock(&this.inner.ledger).seed(&path, &items);
+            }
+            lock(&this.inner.seeding).remove(&path);
         });
     }
 

@@ -214,6 +214,9 @@ impl Tool for Lsp {
                 };
                 server.refresh().await;
                 let text = server.open(&path).await?;
+                if p.action != Action::Diagnostics {
+                    sup.baseline(&server, &path);
+                }
                 let shown = sup.display(&path);
                 match p.action {
                     Action::Diagnostics => file_diagnostics(sup, &server, &path).await,

@@ -358,3 +358,42 @@ async fn reload_restarts_and_project_diagnostics_run_the_checker() {
     assert!(all.contains("error"), "{all}");
     run.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_write_after_a_read_reports_only_what_it_introduced() {
+    if !have(&["basedpyright-langserver"]) {
+        return;
+    }
+    let old = format!("{MAIN}old_problem()\n");
+    let (_dir, run) = project(
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"demo\"\nversion = \"0\"\n",
+            ),
+            ("app/__init__.py", ""),
+            ("app/util.py", UTIL),
+            ("main.py", &old),
+        ],
+        json!({}),
+    );
+    // As read_file does: the server starts, opens the file and fetches its
+    // diagnostics in the background (basedpyright only answers pulls).
+    let path = run.workspace().resolve("main.py").unwrap();
+    gantry_lsp::touch(&run, &path);
+    let supervisor = gantry_lsp::Supervisor::of(&run).unwrap();
+    assert!(
+        within(Duration::from_secs(60), async || supervisor
+            .has_baseline(&path))
+        .await,
+        "no baseline"
+    );
+    let note = write(&run, "main.py", &format!("{old}undefined_thing()\n")).await;
+    assert!(
+        note.starts_with("the write succeeded; it introduced these problems:"),
+        "{note}"
+    );
+    assert!(note.contains("undefined_thing"), "{note}");
+    assert!(!note.contains("old_problem"), "{note}");
+    run.shutdown().await;
+}
