@@ -62,6 +62,7 @@ def make_project() -> Path:
     (root / "app" / "__init__.py").write_text("")
     (root / "app" / "util.py").write_text(UTIL)
     (root / "main.py").write_text(MAIN)
+    (root / "notes.txt").write_text("a\nb\n")
     return root
 
 
@@ -306,7 +307,7 @@ async def main() -> int:
     raw = RawMcp(gantry, root, env)
     raw.lsp("references")
     samples = {(side, action): [] for side in ("sdk", "raw", "bare") for action in ("references", "hover")}
-    write_ms = {"gantry": [], "bare": [], "pull": []}
+    write_ms = {"gantry": [], "bare": [], "pull": [], "txt": []}
     puller = BareLsp(root, pull=True)
     puller.start()
     async with stdio_client(params, errlog=devnull) as (read, write):
@@ -356,9 +357,9 @@ async def main() -> int:
             for server in (bare, puller):
                 server.change(broken, "undefined_thing")
                 server.change(MAIN, None)
-            sides = ["gantry", "bare", "pull"]
+            sides = ["gantry", "bare", "pull", "txt"]
             for round_ in range(writes):
-                for side in sides[round_ % 3:] + sides[:round_ % 3]:
+                for side in sides[round_ % 4:] + sides[:round_ % 4]:
                     if side == "gantry":
                         t = time.perf_counter()
                         text = text_of(await session.call_tool("edit", edit_in))
@@ -366,6 +367,13 @@ async def main() -> int:
                         if "introduced these problems" not in text or "undefined_thing" not in text:
                             raise RuntimeError(f"gantry edit: no new diagnostic in:\n{text}")
                         await session.call_tool("edit", edit_out)
+                    elif side == "txt":
+                        t = time.perf_counter()
+                        await session.call_tool("edit", {"path": "notes.txt", "old_string": "b\n",
+                                                         "new_string": "b\nc\n"})
+                        write_ms["txt"].append(ms(t))
+                        await session.call_tool("edit", {"path": "notes.txt", "old_string": "c\n",
+                                                         "new_string": ""})
                     else:
                         server = bare if side == "bare" else puller
                         write_ms[side].append(server.change(broken, "undefined_thing"))
@@ -400,6 +408,8 @@ async def main() -> int:
     for p in (50, 90):
         b, g = pct(write_ms["pull"], p), pct(write_ms["gantry"], p)
         print(f"{'  same, bare pulling p' + str(p):<34}{b:>9.1f}{g:>12.1f}{g - b:>+10.1f}{g / b:>7.2f}x")
+    print(f"{'  edit of a .txt (no server) p50':<34}{'':>9}{pct(write_ms['txt'], 50):>12.1f}"
+          f"   (the write path and MCP round trip alone)")
     print()
     print("diagnostics on write: gantry = `edit` call through the SDK until its result names the new")
     print("error (the edit, the write path, didChange, the pull, the ledger, the MCP round trip);")
