@@ -89,11 +89,6 @@ impl Registry {
         self.withheld.get(name).map(String::as_str)
     }
 
-    /// Every tool name, registered or not, for suggestions.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.entries.keys().map(String::as_str)
-    }
-
     /// The tools a surface capped at `cap` sees, sorted by name.
     pub fn list(&self, cap: Tier) -> Vec<Listing> {
         self.entries

@@ -408,8 +408,7 @@ fn written_files(applied: &Applied) -> Vec<(PathBuf, Option<Vec<u8>>)> {
 
 #[async_trait]
 impl WriteHook for DiagnosticsHook {
-    async fn before_write(&self, run: &Run, changes: &ChangeSet) {
-        self.supervisor.flush(run);
+    async fn before_write(&self, _run: &Run, changes: &ChangeSet) {
         for change in changes.changes() {
             self.supervisor.touch_for_write(change.path());
         }
@@ -434,7 +433,6 @@ impl WriteHook for DiagnosticsHook {
     }
 
     async fn after_write(&self, run: &Run, applied: &Applied) -> Option<String> {
-        self.supervisor.flush(run);
         let deadline = Instant::now() + self.supervisor.config().diagnostics_deadline;
         let mut by_server: Vec<(Arc<Server>, Vec<(PathBuf, Option<Vec<u8>>)>)> = Vec::new();
         let mut late: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();

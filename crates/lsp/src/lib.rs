@@ -72,7 +72,11 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
             LspSettings::default()
         }
     };
-    let supervisor = Supervisor::new(builder.workspace().root(), Config::from_settings(settings));
+    let supervisor = Supervisor::new(
+        builder.workspace().root(),
+        Config::from_settings(settings),
+        builder.notices(),
+    );
     builder
         .resource(Arc::new(supervisor.clone()))
         .write_hook(Arc::new(DiagnosticsHook::new(supervisor.clone())))
@@ -89,7 +93,6 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
 /// families call this; without the family wired it does nothing.
 pub fn touch(run: &Run, path: &Path) {
     if let Some(supervisor) = Supervisor::of(run) {
-        supervisor.flush(run);
         supervisor.touch(path);
     }
 }

@@ -82,7 +82,6 @@ impl Tool for LspRename {
 
     async fn execute(&self, p: LspRenameParams, ctx: ToolContext) -> Result<ToolResult, ToolError> {
         let run = &ctx.run;
-        self.supervisor.flush(run);
         let path = run.workspace().resolve(&p.file)?;
         let server = self
             .supervisor

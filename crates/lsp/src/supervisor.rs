@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use gantry_core::{Resource, Run, async_trait};
+use gantry_core::{Notices, Resource, Run, async_trait};
 use lsp_types::FileChangeType;
 use notify::Watcher;
 use tokio::sync::watch;
@@ -75,7 +75,7 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     pub(crate) workspace: PathBuf,
     slots: Mutex<HashMap<(String, PathBuf), Arc<Slot>>>,
-    notices: Mutex<Vec<String>>,
+    notices: Notices,
     watch: Mutex<Option<DiskWatch>>,
     ended: AtomicBool,
     pub(crate) ledger: Mutex<Ledger>,
@@ -90,14 +90,15 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    /// A supervisor for `workspace` with the family's configuration.
-    pub fn new(workspace: &Path, config: Config) -> Self {
+    /// A supervisor for `workspace` with the family's configuration;
+    /// crashes are reported on the run's notice queue at once.
+    pub fn new(workspace: &Path, config: Config, notices: Notices) -> Self {
         Supervisor {
             inner: Arc::new(Inner {
                 config,
                 workspace: workspace.to_path_buf(),
                 slots: Mutex::default(),
-                notices: Mutex::default(),
+                notices,
                 watch: Mutex::default(),
                 ended: AtomicBool::new(false),
                 ledger: Mutex::default(),
@@ -117,16 +118,8 @@ impl Supervisor {
         &self.inner.config
     }
 
-    /// Moves notices the supervisor gathered (crashes) into the run, so
-    /// they ride on the next result.
-    pub fn flush(&self, run: &Run) {
-        for notice in std::mem::take(&mut *lock(&self.inner.notices)) {
-            run.notify(notice);
-        }
-    }
-
     fn notice(&self, text: String) {
-        lock(&self.inner.notices).push(text);
+        self.inner.notices.push(text);
     }
 
     /// Starts, in the background, the server for `path` and opens the file

@@ -182,7 +182,6 @@ impl Tool for Lsp {
 
     async fn execute(&self, p: LspParams, ctx: ToolContext) -> Result<ToolResult, ToolError> {
         let run = &ctx.run;
-        self.supervisor.flush(run);
         let sup = &self.supervisor;
         let text = match p.action {
             Action::Status => sup.status().await,
