@@ -46,13 +46,15 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mcp_client import StdioClient  # noqa: E402
+
 MAIN = 'from app.util import greet\n\n\nmessage = greet("x")\nprint(greet(message))\n'
 UTIL = 'def greet(name: str) -> str:\n    """Say hello."""\n    return "hello " + name\n'
 PYPROJECT = '[project]\nname = "bench"\nversion = "0"\n\n[tool.basedpyright]\ntypeCheckingMode = "standard"\n'
 # `greet` on line 4 (1-based), column 10 (0-based) of main.py.
 LINE, COLUMN = 4, 10
 BROKEN_LINE = "undefined_thing()\n"
-PROTOCOL = "2025-11-25"
 
 
 def make_project() -> Path:
@@ -196,45 +198,16 @@ class BareLsp:
         self.proc.wait()
 
 
-class RawMcp:
+class RawMcp(StdioClient):
     """`gantry mcp` over stdio with a minimal line-delimited JSON-RPC client."""
 
     def __init__(self, gantry: str, root: Path, env: dict):
-        self.proc = subprocess.Popen(
-            [gantry, "mcp", "--root", str(root)], cwd=root, env=env,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        )
-        self.next_id = 0
-        self.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {},
-                                    "clientInfo": {"name": "bench", "version": "0"}})
-        self.proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict) -> dict:
-        self.next_id += 1
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write((json.dumps(message) + "\n").encode())
-        self.proc.stdin.flush()
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"gantry closed its output during {method}")
-            reply = json.loads(line)
-            if reply.get("id") == self.next_id and "method" not in reply:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply["result"]
+        super().__init__([gantry, "mcp", "--root", str(root)], str(root), env)
+        self.initialize()
 
     def lsp(self, action: str) -> str:
         result = self.request("tools/call", {"name": "lsp", "arguments": lsp_args(action)})
         return "\n".join(c.get("text", "") for c in result["content"])
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def lsp_args(action: str) -> dict:

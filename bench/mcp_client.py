@@ -26,12 +26,19 @@ PROTOCOL = "2025-11-25"
 
 
 class StdioClient:
-    def __init__(self, argv: list[str], cwd: str):
+    def __init__(self, argv: list[str], cwd: str, env: dict | None = None):
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
         self.next_id = 0
+
+    def initialize(self) -> None:
+        self.request(
+            "initialize",
+            {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
+        )
+        self.notify("notifications/initialized")
 
     def request(self, method: str, params: dict) -> dict:
         self.next_id += 1
@@ -43,7 +50,7 @@ class StdioClient:
             if not line:
                 raise RuntimeError(f"server closed the stream during {method}")
             reply = json.loads(line)
-            if reply.get("id") == self.next_id:
+            if reply.get("id") == self.next_id and "method" not in reply:
                 if "error" in reply:
                     raise RuntimeError(f"{method}: {reply['error']}")
                 return reply["result"]
@@ -86,11 +93,7 @@ def children(pid: int) -> list[int]:
 
 def start(argv: list[str], cwd: str) -> tuple[StdioClient, float]:
     client = StdioClient(argv, cwd)
-    client.request(
-        "initialize",
-        {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
-    )
-    client.notify("notifications/initialized")
+    client.initialize()
     client.request("tools/list", {})
     return client, (time.perf_counter() - client.started) * 1000
 
