@@ -12,7 +12,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{accept, edit_id, err, ok, read, state_dir, workspace};
+use common::{accept, edit_id, err, ok, read, workspace};
+use gantry_core::testing::state_dir;
 use gantry_core::write::recover;
 use serde_json::json;
 

@@ -52,6 +52,8 @@ pub mod run;
 pub mod schema;
 pub mod settings;
 pub mod suggest;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tier;
 pub mod tool;
 pub mod workspace;

@@ -11,35 +11,22 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use gantry_core::write::{
     Applied, Change, ChangeKind, ChangeSet, WriteError, WriteHook, open_workspace, recover,
 };
 use gantry_core::{Run, Workspace, async_trait};
 
-/// The state directory every test of this binary (and its children) uses.
-fn state_dir() -> &'static Path {
-    static STATE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    STATE
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().unwrap();
-            // Set once, before any write reads it; std serialises env access.
-            unsafe { std::env::set_var("GANTRY_STATE_DIR", dir.path()) };
-            dir
-        })
-        .path()
-}
+// The helpers tool families get with the `testing` feature; included here
+// by path because a crate cannot enable its own feature for its tests.
+#[path = "../src/testing.rs"]
+mod testing;
+use testing::state_dir;
 
 fn workspace_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Run) {
-    state_dir();
-    let dir = tempfile::tempdir().unwrap();
-    for (name, content) in files {
-        let path = dir.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
+    let dir = testing::workspace_with(files);
     let run = Run::builder(Workspace::new(dir.path()).unwrap()).build();
     (dir, run)
 }

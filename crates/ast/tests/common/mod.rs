@@ -3,35 +3,12 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::sync::OnceLock;
-
 use gantry_core::{Run, Workspace};
 use serde_json::Value;
 
-/// The state directory every test of a binary (and its children) uses, so
-/// write-path journals never land in the user's.
-pub fn state_dir() -> &'static Path {
-    static STATE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    STATE
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().unwrap();
-            // Set once, before any write reads it.
-            unsafe { std::env::set_var("GANTRY_STATE_DIR", dir.path()) };
-            dir
-        })
-        .path()
-}
-
 /// A temp workspace holding `files`, and a run over it.
 pub fn workspace(files: &[(&str, &str)]) -> (tempfile::TempDir, Run) {
-    state_dir();
-    let dir = tempfile::tempdir().unwrap();
-    for (name, content) in files {
-        let path = dir.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
+    let dir = gantry_core::testing::workspace_with(files);
     let run = gantry_ast::register(Run::builder(Workspace::new(dir.path()).unwrap())).build();
     (dir, run)
 }

@@ -4,35 +4,14 @@
 #![allow(dead_code)] // Each test file uses its own part of this.
 
 use std::path::Path;
-use std::sync::OnceLock;
 
 use gantry_core::{CallError, CallErrorKind, Run, RunBuilder, ToolResult, Workspace};
 use serde_json::Value;
 
-/// Points `GANTRY_STATE_DIR` at one temp dir for the whole test binary.
-pub fn state_dir() -> &'static Path {
-    static STATE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    STATE
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().unwrap();
-            // Set once, before any write reads it; std serialises env access.
-            unsafe { std::env::set_var("GANTRY_STATE_DIR", dir.path()) };
-            dir
-        })
-        .path()
-}
-
 /// A temp workspace holding `files` (bytes, so tests can write CRLF, BOMs
 /// and binaries).
 pub fn workspace(files: &[(&str, &[u8])]) -> tempfile::TempDir {
-    state_dir();
-    let dir = tempfile::tempdir().unwrap();
-    for (name, content) in files {
-        let path = dir.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
-    dir
+    gantry_core::testing::workspace_with(files)
 }
 
 /// A builder for a run on `dir` with the edit tools registered.
