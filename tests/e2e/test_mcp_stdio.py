@@ -261,3 +261,19 @@ async def test_memory_files_reach_the_client_instructions(workspace: Path):
             init = await session.initialize()
     assert "Always run `make check`." in init.instructions
     assert "- Prefers small commits" in init.instructions
+
+
+async def test_long_commands_report_progress(workspace: Path):
+    updates: list = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None):
+        updates.append((progress, message))
+
+    async with legacy_session(workspace) as session:
+        result = await session.call_tool(
+            "shell", {"command": "echo start; sleep 4.5; echo done"}, progress_callback=on_progress
+        )
+        assert "done" in text_of(result)
+    assert len(updates) >= 2, updates
+    assert all("running for" in message for _, message in updates)
+    assert [p for p, _ in updates] == sorted(p for p, _ in updates), "progress only grows"

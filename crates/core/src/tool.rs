@@ -126,7 +126,7 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     progress: Option<ProgressSink>,
     human: Option<Arc<dyn Human>>,
-    plan: Option<Box<dyn Any + Send>>,
+    plan: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl ToolContext {
@@ -135,7 +135,7 @@ impl ToolContext {
         cancel: CancellationToken,
         progress: Option<ProgressSink>,
         human: Option<Arc<dyn Human>>,
-        plan: Option<Box<dyn Any + Send>>,
+        plan: Option<Box<dyn Any + Send + Sync>>,
     ) -> Self {
         ToolContext {
             run,
@@ -164,7 +164,7 @@ impl ToolContext {
 
     /// The plan this call was confirmed with (see
     /// [`Tool::confirmation`]): execute must carry out exactly that.
-    pub fn take_plan<P: Any + Send>(&mut self) -> Option<P> {
+    pub fn take_plan<P: Any + Send + Sync>(&mut self) -> Option<P> {
         self.plan
             .take()
             .and_then(|plan| plan.downcast::<P>().ok())
@@ -179,7 +179,7 @@ pub struct Prepared {
     /// What the person sees.
     pub confirmation: Confirmation,
     /// Handed to execute through [`ToolContext::take_plan`].
-    pub plan: Option<Box<dyn Any + Send>>,
+    pub plan: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl Prepared {

@@ -31,6 +31,31 @@ const DEFAULT_TIMEOUT: u64 = 120;
 /// Longest foreground timeout a call may ask for.
 const MAX_TIMEOUT: u64 = 600;
 
+/// How often a running foreground command reports progress (MCP clients
+/// show it; a silent minute-long build looks hung).
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// Reports, until the command ends, how long it has run and how much it
+/// printed.
+async fn report_progress(
+    ctx: &ToolContext,
+    command: &str,
+    output: &process::SharedOutput,
+    started: Instant,
+) -> std::convert::Infallible {
+    let mut ticks = tokio::time::interval_at((started + PROGRESS_EVERY).into(), PROGRESS_EVERY);
+    loop {
+        ticks.tick().await;
+        let bytes = output.lock().unwrap_or_else(|p| p.into_inner()).total();
+        let seconds = started.elapsed().as_secs();
+        ctx.progress(
+            format!("`{command}` running for {seconds} s, {bytes} bytes of output so far"),
+            Some(seconds as f64),
+            None,
+        );
+    }
+}
+
 /// Adds `shell` with a fresh job table owned by the run.
 pub fn register(builder: RunBuilder) -> RunBuilder {
     let jobs = Arc::new(Jobs::default());
@@ -177,7 +202,11 @@ impl Tool for Shell {
         // the group.
         let mut guard = process::GroupGuard(running.pgid());
         let started = Instant::now();
-        let finished = tokio::time::timeout(timeout, running.wait()).await;
+        let output = running.output.clone();
+        let finished = tokio::select! {
+            finished = tokio::time::timeout(timeout, running.wait()) => finished,
+            never = report_progress(&ctx, &command, &output, started) => match never {},
+        };
         if finished.is_err() {
             let _ = running.kill().await;
         }
