@@ -20,6 +20,8 @@ mod server;
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::unix::pipe;
 
 pub use http::{HttpOptions, serve_http};
 pub use server::{GantryServer, RunFactory};
@@ -30,11 +32,40 @@ pub async fn serve_stdio(factory: RunFactory, instructions: String) -> anyhow::R
     let shared = Arc::new(server::Shared::new(factory, instructions));
     let server = GantryServer::new(shared);
     let run = server.run_cell();
-    let service = server.serve(rmcp::transport::stdio()).await?;
+    let service = server.serve(stdio_pipes()).await?;
     let reason = service.waiting().await;
     tracing::info!(?reason, "MCP session ended");
     if let Some(run) = run.get() {
         run.shutdown().await;
     }
     Ok(())
+}
+
+/// stdin and stdout as the transport. When they are pipes, as with every
+/// client that spawns a server, they are driven by the reactor directly:
+/// tokio's own stdin and stdout hand each read and write to a blocking
+/// thread, and those two thread hand-offs measured as a large share of a
+/// small call's time. A terminal or a file falls back to tokio's.
+fn stdio_pipes() -> (
+    Box<dyn AsyncRead + Send + Unpin>,
+    Box<dyn AsyncWrite + Send + Unpin>,
+) {
+    use std::os::fd::AsFd;
+    let input: Box<dyn AsyncRead + Send + Unpin> = match std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Receiver::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdin()),
+    };
+    let output: Box<dyn AsyncWrite + Send + Unpin> = match std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Sender::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdout()),
+    };
+    (input, output)
 }
