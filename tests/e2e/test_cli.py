@@ -107,3 +107,62 @@ def test_mcp_on_a_terminal_prints_a_hint(workspace: Path):
     assert "waits for an MCP client" in text
     assert "claude mcp add gantry" in text
     assert "gantry call read_file" in text
+
+
+def _run_on_terminal(argv: list[str], env: dict, answer: bytes, prompt: bytes) -> str:
+    """Runs `argv` on a pseudo-terminal, types `answer` once `prompt` shows,
+    and returns everything it printed."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    output = b""
+    answered = False
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 1)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+            if not answered and prompt in output:
+                os.write(fd, answer)
+                answered = True
+    finally:
+        os.waitpid(pid, 0)
+    return output.decode(errors="replace")
+
+
+def test_ask_user_on_a_terminal(workspace: Path):
+    question = json.dumps(
+        {"question": "Which database?", "options": [{"label": "Postgres"}, {"label": "SQLite"}]}
+    )
+    text = _run_on_terminal(
+        [gantry_bin(), "--root", str(workspace), "call", "ask_user", question],
+        env_for(workspace.parent),
+        b"2\n",
+        b"A number",
+    )
+    assert "1. Postgres" in text and "2. SQLite" in text
+    assert "The user chose option:\r\n2. SQLite" in text or "The user chose option:\n2. SQLite" in text, text
+
+
+def test_confirmation_on_a_terminal(workspace: Path):
+    text = _run_on_terminal(
+        [gantry_bin(), "--root", str(workspace), "call", "--approval", "default",
+         "write_file", json.dumps({"path": "hello.txt", "content": "hi\n"})],
+        env_for(workspace.parent),
+        b"n\n",
+        b"Run it? [y/N]",
+    )
+    assert "+hi" in text, "the confirmation shows the diff: " + text
+    assert "declined" in text
+    assert not (workspace / "hello.txt").exists()
