@@ -124,3 +124,26 @@ async def test_idle_session_ends_its_run(workspace: Path, http_server):
         while process_alive(pid):
             await anyio.sleep(0.05)
 
+
+
+async def test_stateless_requests_share_one_run(workspace: Path, http_server):
+    """2026-07-28 has no sessions: stateless requests share the server's run,
+    so a background job started in one call is there for the next, even
+    from a new connection, and it ends when the server does."""
+    proc, url = http_server()
+    async with mcp.Client(url) as client:
+        assert client.protocol_version == "2026-07-28"
+        started = await client.call_tool("shell", {"command": "echo $$ > shared.pid; sleep 300", "is_background": True})
+        assert "bg_1" in text_of(started)
+    async with mcp.Client(url) as again:
+        polled = await again.call_tool("shell", {"handle": "bg_1"})
+        assert not polled.is_error and "running for" in text_of(polled), text_of(polled)
+    pid_file = workspace / "shared.pid"
+    with anyio.fail_after(10):
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            await anyio.sleep(0.02)
+    pid = int(pid_file.read_text())
+    proc.terminate()
+    with anyio.fail_after(20):
+        while process_alive(pid):
+            await anyio.sleep(0.05)

@@ -189,9 +189,14 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                         cancel: cancel.clone(),
                     };
                     let server = gantry_mcp::serve_http(factory, instructions, options);
+                    tokio::pin!(server);
                     tokio::select! {
-                        result = server => result?,
-                        _ = shutdown_signal() => cancel.cancel(),
+                        result = &mut server => result?,
+                        _ = shutdown_signal() => {
+                            // Let the server end its runs before the process goes.
+                            cancel.cancel();
+                            server.await?;
+                        }
                     }
                 }
                 None => {

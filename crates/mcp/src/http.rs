@@ -15,6 +15,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::{GantryServer, RunFactory, Shared};
@@ -47,7 +48,8 @@ pub async fn serve_http(
             options.addr
         );
     }
-    let shared = Arc::new(Shared::new(factory, instructions));
+    let shared = Arc::new(Shared::new(factory, instructions).with_stateless_run());
+    let stateless = shared.clone();
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(options.cancel.clone())
         .with_allowed_origins(
@@ -89,6 +91,9 @@ pub async fn serve_http(
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { options.cancel.cancelled().await })
         .await?;
+    if let Some(run) = stateless.stateless.as_ref().and_then(OnceCell::get) {
+        run.shutdown().await;
+    }
     Ok(())
 }
 

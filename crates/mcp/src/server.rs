@@ -33,6 +33,11 @@ pub(crate) struct Shared {
     /// Seals the echoed state of input-required round trips so a retry can
     /// only answer the call that asked.
     pub(crate) codec: RequestStateCodec,
+    /// Over HTTP, the run that stateless (2026-07-28) requests share. That
+    /// revision has no sessions to tell clients apart, and a fresh run per
+    /// request would start a language server for every call and forget
+    /// background jobs and staged edits between calls.
+    pub(crate) stateless: Option<OnceCell<Run>>,
 }
 
 impl Shared {
@@ -42,7 +47,14 @@ impl Shared {
             instructions,
             codec: RequestStateCodec::try_new(random_key())
                 .expect("a 32-byte key meets the minimum length"),
+            stateless: None,
         }
+    }
+
+    /// For HTTP: stateless requests share one run.
+    pub(crate) fn with_stateless_run(mut self) -> Self {
+        self.stateless = Some(OnceCell::new());
+        self
     }
 }
 
@@ -93,19 +105,29 @@ impl GantryServer {
     /// The session's run, built at the first request that tells what the
     /// client can do.
     async fn run(&self, context: &RequestContext<RoleServer>) -> Result<&Run, McpError> {
-        self.run
-            .get_or_try_init(|| async {
-                let can_elicit = context
-                    .client_capabilities()
-                    .is_some_and(|caps| caps.elicitation.is_some());
-                let human: Option<Arc<dyn Human>> = can_elicit
-                    .then(|| Arc::new(PeerHuman::new(context.peer.clone())) as Arc<dyn Human>);
-                (self.shared.factory)(human).map_err(|e| {
-                    McpError::internal_error(format!("cannot start the run: {e:#}"), None)
-                })
-            })
-            .await
+        let cell = match &self.shared.stateless {
+            Some(shared) if is_modern(context) => shared,
+            _ => self.run.as_ref(),
+        };
+        cell.get_or_try_init(|| async {
+            let can_elicit = context
+                .client_capabilities()
+                .is_some_and(|caps| caps.elicitation.is_some());
+            let human: Option<Arc<dyn Human>> = can_elicit
+                .then(|| Arc::new(PeerHuman::new(context.peer.clone())) as Arc<dyn Human>);
+            (self.shared.factory)(human)
+                .map_err(|e| McpError::internal_error(format!("cannot start the run: {e:#}"), None))
+        })
+        .await
     }
+}
+
+/// Whether the request speaks a revision without the initialize handshake
+/// (2026-07-28 on): no sessions, no server-to-client requests.
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
 }
 
 fn to_mcp_tool(listing: Listing) -> Tool {
@@ -207,9 +229,7 @@ impl ServerHandler for GantryServer {
             .clone()
             .map(serde_json::Value::Object)
             .unwrap_or(serde_json::Value::Null);
-        let modern = context
-            .protocol_version()
-            .is_some_and(|version| !version.has_initialize());
+        let modern = is_modern(&context);
         let can_elicit = context
             .client_capabilities()
             .is_some_and(|caps| caps.elicitation.is_some());
