@@ -11,6 +11,7 @@ import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -73,13 +74,17 @@ def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
-def process_alive(pid: int) -> bool:
-    """Alive and not a zombie (a killed process not yet reaped is gone)."""
+async def process_exited(pid: int) -> None:
+    """Waits for `pid` to exit (not necessarily our child) on its pidfd: an
+    event, not a poll. Bound it with `anyio.fail_after`."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
 
 
 def free_port() -> int:

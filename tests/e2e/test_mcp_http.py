@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import process_alive, env_for, free_port, gantry_bin, text_of
+from conftest import process_exited, env_for, free_port, gantry_bin, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -121,8 +121,7 @@ async def test_idle_session_ends_its_run(workspace: Path, http_server):
             await anyio.sleep(0.02)
     pid = int(pid_file.read_text())
     with anyio.fail_after(20):
-        while process_alive(pid):
-            await anyio.sleep(0.05)
+        await process_exited(pid)
 
 
 
@@ -145,5 +144,4 @@ async def test_stateless_requests_share_one_run(workspace: Path, http_server):
     pid = int(pid_file.read_text())
     proc.terminate()
     with anyio.fail_after(20):
-        while process_alive(pid):
-            await anyio.sleep(0.05)
+        await process_exited(pid)

@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import process_alive, legacy_session, server_params, text_of
+from conftest import process_exited, legacy_session, server_params, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -94,8 +94,7 @@ async def test_cancellation_reaches_the_tool(workspace: Path):
         assert not outer.cancelled_caught, "the slow call was never cancelled"
         pid = int(pid_file.read_text())
         with anyio.fail_after(10):
-            while process_alive(pid):
-                await anyio.sleep(0.02)
+            await process_exited(pid)
         # The session is still usable after a cancelled call.
         assert "README.md" in text_of(await session.call_tool("ls", {}))
 

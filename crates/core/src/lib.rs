@@ -52,7 +52,7 @@ pub mod run;
 pub mod schema;
 pub mod settings;
 pub mod suggest;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tier;
 pub mod tool;

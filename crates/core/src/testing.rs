@@ -2,8 +2,10 @@
 //! of a test binary journals into one temp state directory, never the
 //! user's, and workspaces are temp folders with the files a test names.
 
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// Points `GANTRY_STATE_DIR` at one temp dir for the whole test binary
 /// (and the child processes it starts), and returns it.
@@ -33,4 +35,51 @@ pub fn workspace_with<C: AsRef<[u8]>>(files: &[(&str, C)]) -> tempfile::TempDir 
         std::fs::write(path, content).expect("writing a file of the workspace");
     }
     dir
+}
+
+/// Waits up to `bound` for process `pid` to exit, whether or not it is a
+/// child of the caller (a grandchild, a language server), by awaiting its
+/// pidfd: no polling. True when it exited (or was already gone).
+pub async fn exited(pid: i32, bound: Duration) -> bool {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        // ESRCH: no such process, it is gone already.
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    // SAFETY: the fd was just returned to us and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // SAFETY: the AsyncFd owns the fd and deregisters it before closing it.
+    let registered = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+    };
+    let Ok(fd) = registered else {
+        return false;
+    };
+    tokio::time::timeout(bound, fd.readable()).await.is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn exited_waits_for_the_exit_and_no_longer() {
+        let mut child = tokio::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id().unwrap() as i32;
+        assert!(
+            !exited(pid, Duration::from_millis(50)).await,
+            "alive, yet reported exited"
+        );
+        child.start_kill().unwrap();
+        assert!(exited(pid, Duration::from_secs(5)).await);
+        child.wait().await.unwrap();
+        assert!(
+            exited(pid, Duration::from_millis(50)).await,
+            "reaped counts as exited"
+        );
+    }
 }

@@ -401,11 +401,8 @@ async fn ending_a_run_ends_its_processes() {
     let pid = dropped.pid;
     let run = Run::builder(ws).resource(dropped).build();
     drop(run);
-    let mut waited = 0;
-    while alive(pid) && waited < 200 {
-        tokio::task::yield_now().await;
-        std::thread::sleep(Duration::from_millis(5));
-        waited += 1;
-    }
-    assert!(!alive(pid), "a dropped run left its process behind");
+    assert!(
+        crate::testing::exited(pid as i32, Duration::from_secs(10)).await,
+        "a dropped run left its process behind"
+    );
 }

@@ -22,6 +22,7 @@ use gantry_core::{Run, Workspace, async_trait};
 // The helpers tool families get with the `testing` feature; included here
 // by path because a crate cannot enable its own feature for its tests.
 #[path = "../src/testing.rs"]
+#[allow(dead_code)] // `exited` serves the family tests, not this one.
 mod testing;
 use testing::state_dir;
 

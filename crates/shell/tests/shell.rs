@@ -10,27 +10,9 @@ fn run_in(dir: &Path) -> Run {
     gantry_shell::register(Run::builder(Workspace::new(dir).unwrap())).build()
 }
 
-/// Alive and not a zombie.
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            stat.rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next())
-                != Some("Z")
-        })
-        .unwrap_or(false)
-}
-
-/// Waits, with a bound, for a process that is not ours to reap to die.
+/// Waits, with a bound, for a process that is not ours to reap to exit.
 async fn gone(pid: i32) -> bool {
-    for _ in 0..500 {
-        if !alive(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    false
+    gantry_core::testing::exited(pid, Duration::from_secs(5)).await
 }
 
 /// Waits, with a bound, for a command to write a pid file.
