@@ -122,6 +122,12 @@ impl GantryServer {
     }
 }
 
+/// A tool failure as the model sees it: an `isError` result, never a
+/// protocol error.
+fn failure(message: impl Into<String>) -> CallToolResponse {
+    CallToolResponse::Complete(CallToolResult::error(vec![Content::text(message)]))
+}
+
 /// Whether the request speaks a revision without the initialize handshake
 /// (2026-07-28 on): no sessions, no server-to-client requests.
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
@@ -224,37 +230,33 @@ impl ServerHandler for GantryServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let run = self.run(&context).await?.clone();
-        let arguments = request
-            .arguments
-            .clone()
-            .map(serde_json::Value::Object)
-            .unwrap_or(serde_json::Value::Null);
         let modern = is_modern(&context);
         let can_elicit = context
             .client_capabilities()
             .is_some_and(|caps| caps.elicitation.is_some());
+        let arguments = request
+            .arguments
+            .map(serde_json::Value::Object)
+            .unwrap_or(serde_json::Value::Null);
 
-        // On a modern session a retry carries the answers; they must belong
-        // to this very call.
-        let pending_call = PendingCall {
-            tool: request.name.to_string(),
-            arguments: arguments.clone(),
-        };
+        // An input-required round trip is bound to this very call: its
+        // sealed state names the tool and the arguments. Only built when a
+        // round trip is possible or under way.
+        let retry = (modern && can_elicit)
+            .then(|| Arc::new(RetryHuman::new(request.input_responses.unwrap_or_default())));
+        let pending_call =
+            (retry.is_some() || request.request_state.is_some()).then(|| PendingCall {
+                tool: request.name.to_string(),
+                arguments: arguments.clone(),
+            });
         if let Some(state) = &request.request_state {
             let opened: Result<PendingCall, _> = self.shared.codec.open_json(state);
-            if opened.ok().as_ref() != Some(&pending_call) {
-                return Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                    Content::text(
-                        "the answers sent with this call belong to a different call (tool or arguments changed, or the state expired); call the tool again without them",
-                    ),
-                ])));
+            if opened.ok() != pending_call {
+                return Ok(failure(
+                    "the answers sent with this call belong to a different call (tool or arguments changed, or the state expired); call the tool again without them",
+                ));
             }
         }
-        let retry = (modern && can_elicit).then(|| {
-            Arc::new(RetryHuman::new(
-                request.input_responses.clone().unwrap_or_default(),
-            ))
-        });
         let human: Option<Arc<dyn Human>> = match &retry {
             Some(retry) => Some(retry.clone() as Arc<dyn Human>),
             None if modern => None,
@@ -274,11 +276,9 @@ impl ServerHandler for GantryServer {
             ))),
             Err(error) if error.kind == CallErrorKind::InputRequired => {
                 let pending = retry.map(|r| r.take_pending()).unwrap_or_default();
-                if pending.is_empty() {
-                    return Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                        Content::text(error.message),
-                    ])));
-                }
+                let Some(pending_call) = pending_call.filter(|_| !pending.is_empty()) else {
+                    return Ok(failure(error.message));
+                };
                 let state = self
                     .shared
                     .codec
@@ -292,9 +292,7 @@ impl ServerHandler for GantryServer {
                     Some(state),
                 )))
             }
-            Err(error) => Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                Content::text(error.message),
-            ]))),
+            Err(error) => Ok(failure(error.message)),
         }
     }
 }
