@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use ast_grep_core::replacer::TemplateFix;
 use ast_grep_language::SupportLang;
-use gantry_core::CancellationToken;
+use gantry_core::{CancellationToken, Workspace};
 
 use crate::cache::{ParseCache, Stamp};
 use crate::lang;
@@ -30,8 +30,8 @@ pub struct Candidate {
 /// Every file under `root` (or `root` itself) whose extension names an
 /// enabled language, sorted by path. `.gitignore` and friends are
 /// respected, in or out of a git repository; hidden files are skipped.
-pub fn walk(root: &Path) -> io::Result<Vec<Candidate>> {
-    let metadata = std::fs::metadata(root)?;
+pub fn walk(workspace: &Workspace, root: &Path) -> io::Result<Vec<Candidate>> {
+    let metadata = workspace.metadata(root)?;
     if metadata.is_file() {
         return Ok(lang::of_path(root)
             .map(|lang| Candidate {
@@ -150,6 +150,7 @@ pub struct Outcome {
 /// up to `limit` matches (it stops taking new files once more than
 /// `limit` are found, so "at least N" can be said).
 pub fn run(
+    workspace: &Workspace,
     candidates: &[Candidate],
     query: &Query,
     cache: &ParseCache,
@@ -174,7 +175,7 @@ pub fn run(
                     let Some(candidate) = candidates.get(index) else {
                         break;
                     };
-                    let outcome = search_file(candidate, query, cache, fix);
+                    let outcome = search_file(workspace, candidate, query, cache, fix);
                     if let FileOutcome::Searched { matches, .. } = &outcome {
                         let now = total.fetch_add(matches.len(), Ordering::Relaxed) + matches.len();
                         if limit.is_some_and(|limit| now > limit) {
@@ -234,6 +235,7 @@ enum FileOutcome {
 }
 
 fn search_file(
+    workspace: &Workspace,
     candidate: &Candidate,
     query: &Query,
     cache: &ParseCache,
@@ -247,7 +249,8 @@ fn search_file(
             doc
         }
         None => {
-            let bytes = match std::fs::read(&candidate.path) {
+            // Opened through the workspace, whatever the walk listed.
+            let bytes = match workspace.read(&candidate.path) {
                 Ok(bytes) => bytes,
                 Err(e) => return FileOutcome::Unreadable(e.to_string()),
             };

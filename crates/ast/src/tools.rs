@@ -124,7 +124,7 @@ fn target(run: &Run, path: Option<&str>, language: Option<&str>) -> Result<Targe
         .map(lang::parse)
         .transpose()
         .map_err(ToolError::Failed)?;
-    let mut candidates = match search::walk(&root) {
+    let mut candidates = match search::walk(run.workspace(), &root) {
         Ok(candidates) => candidates,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(ToolError::failed(format!(
@@ -172,7 +172,7 @@ fn target(run: &Run, path: Option<&str>, language: Option<&str>) -> Result<Targe
     if is_file {
         // A file is searched with the language asked for, whatever its
         // extension says.
-        if let Ok(metadata) = std::fs::metadata(&root) {
+        if let Ok(metadata) = run.workspace().metadata(&root) {
             candidates = vec![Candidate {
                 path: root.clone(),
                 lang,
@@ -242,6 +242,7 @@ async fn search_blocking(
             None => None,
         };
         let outcome = search::run(
+            run.workspace(),
             &target.candidates,
             &query,
             &state.cache,

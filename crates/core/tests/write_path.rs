@@ -254,11 +254,13 @@ async fn symlinks_are_written_through_and_stay_links() {
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("escaped.txt");
     std::os::unix::fs::symlink(&target, ws.root().join("out.txt")).unwrap();
+    let refused = ws.resolve("out.txt").unwrap_err();
+    assert!(refused.to_string().contains("`out.txt` is a symlink"), "{refused}");
+    // Named without the workspace's check, the write path refuses it too.
     let mut changes = ChangeSet::new();
-    changes
-        .plan_write(ws, &ws.resolve("out.txt").unwrap(), "x")
-        .unwrap();
-    let error = run.apply(changes).await.unwrap_err();
+    let error = changes
+        .push(ws, Change::created(ws.root().join("out.txt"), "x"))
+        .unwrap_err();
     assert!(matches!(error, WriteError::Outside(_)), "{error:?}");
     assert!(!target.exists());
 }

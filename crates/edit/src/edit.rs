@@ -1,6 +1,6 @@
 //! `edit`: exact-match replacement inside one file.
 
-use gantry_core::write::{Change, ChangeSet};
+use gantry_core::write::{Change, ChangeSet, read_current};
 use gantry_core::{
     Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Workspace, async_trait,
 };
@@ -48,26 +48,17 @@ path that does not exist, creates the file with `new_string`. When nothing match
 shows the closest lines; when too many match, it says where. The result shows the diff.";
 
 fn plan(workspace: &Workspace, params: &EditParams) -> Result<ChangeSet, ToolError> {
-    let path = workspace.resolve(&params.path)?;
+    let path = workspace.resolve_file(&params.path)?;
     let display = workspace.display(&path);
     let mut changes = ChangeSet::new();
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if params.old_string.is_empty() {
-                changes.push(workspace, Change::created(&path, params.new_string.clone()))?;
-                return Ok(changes);
-            }
-            return Err(ToolError::failed(format!(
-                "{display} does not exist. To create it, call edit with an empty old_string, or use write_file"
-            )));
+    let Some(bytes) = read_current(workspace, &path)? else {
+        if params.old_string.is_empty() {
+            changes.push(workspace, Change::created(&path, params.new_string.clone()))?;
+            return Ok(changes);
         }
-        Err(_) if path.is_dir() => {
-            return Err(ToolError::failed(format!(
-                "{display} is a directory, not a file"
-            )));
-        }
-        Err(e) => return Err(ToolError::failed(format!("cannot read {display}: {e}"))),
+        return Err(ToolError::failed(format!(
+            "{display} does not exist. To create it, call edit with an empty old_string, or use write_file"
+        )));
     };
     if params.old_string.is_empty() {
         return Err(ToolError::failed(format!(

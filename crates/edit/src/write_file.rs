@@ -1,6 +1,6 @@
 //! `write_file`: a whole file's content, created or replaced.
 
-use gantry_core::write::{ChangeKind, ChangeSet};
+use gantry_core::write::{ChangeKind, ChangeSet, read_current};
 use gantry_core::{
     Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Workspace, async_trait,
 };
@@ -35,9 +35,9 @@ counts and the diff of an overwrite.";
 
 /// A write of `content`, or nothing when the file already has it.
 fn plan(workspace: &Workspace, params: &WriteFileParams) -> Result<ChangeSet, ToolError> {
-    let path = workspace.resolve(&params.path)?;
+    let path = workspace.resolve_file(&params.path)?;
     let mut changes = ChangeSet::new();
-    if std::fs::read(&path).is_ok_and(|now| now == params.content.as_bytes()) {
+    if read_current(workspace, &path)?.is_some_and(|now| now == params.content.as_bytes()) {
         return Ok(changes);
     }
     changes.plan_write(workspace, &path, params.content.clone())?;

@@ -92,7 +92,7 @@ pub(crate) fn not_found(workspace: &Workspace, given: &str, resolved: &Path) -> 
     let Some(base) = resolved
         .ancestors()
         .skip(1)
-        .find(|ancestor| ancestor.symlink_metadata().is_ok())
+        .find(|ancestor| workspace.symlink_metadata(ancestor).is_ok())
     else {
         return ToolError::failed(format!("{} does not exist", quote(given)));
     };
@@ -105,11 +105,12 @@ pub(crate) fn not_found(workspace: &Workspace, given: &str, resolved: &Path) -> 
     };
     let missing = missing.to_string_lossy().into_owned();
     let base_shown = workspace.display(base);
-    let names: Vec<String> = std::fs::read_dir(base)
+    let names: Vec<String> = workspace
+        .read_dir(base)
         .map(|entries| {
             entries
-                .filter_map(Result::ok)
-                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .into_iter()
+                .map(|entry| entry.name.to_string_lossy().into_owned())
                 .collect()
         })
         .unwrap_or_default();
@@ -119,7 +120,7 @@ pub(crate) fn not_found(workspace: &Workspace, given: &str, resolved: &Path) -> 
             if !components.as_path().as_os_str().is_empty() {
                 candidate.push(components.as_path());
             }
-            if candidate.symlink_metadata().is_ok() {
+            if workspace.symlink_metadata(&candidate).is_ok() {
                 ToolError::failed(format!(
                     "{} does not exist; did you mean {}?",
                     quote(given),
@@ -170,6 +171,15 @@ pub(crate) fn io_failure(
     resolved: &Path,
     error: std::io::Error,
 ) -> ToolError {
+    if let Some(refusal) = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<gantry_core::PathError>())
+    {
+        return ToolError::failed(refusal.to_string());
+    }
+    if let Some(special) = gantry_core::NotRegular::of(&error) {
+        return ToolError::failed(format!("{} is {}", quote(given), special));
+    }
     match error.kind() {
         std::io::ErrorKind::NotFound => not_found(workspace, given, resolved),
         std::io::ErrorKind::PermissionDenied => {

@@ -171,11 +171,8 @@ impl Visitor<'_> {
         }
         let meta = if file_type.is_symlink() {
             // Listed only when it leads to a file inside the workspace.
-            let inside = path
-                .to_str()
-                .is_some_and(|p| shared.workspace.resolve(p).is_ok());
-            match std::fs::metadata(path) {
-                Ok(meta) if inside && meta.is_file() => meta,
+            match shared.workspace.metadata(path) {
+                Ok(meta) if meta.is_file() => meta,
                 _ => return,
             }
         } else if file_type.is_file() {
@@ -270,7 +267,9 @@ fn search(
     matcher: &Matcher,
     cancel: &CancellationToken,
 ) -> Result<Found, ToolError> {
-    let meta = std::fs::metadata(base).map_err(|e| io_failure(workspace, given, base, e))?;
+    let meta = workspace
+        .metadata(base)
+        .map_err(|e| io_failure(workspace, given, base, e))?;
     if !meta.is_dir() {
         return Err(ToolError::failed(format!(
             "{} is a file, not a folder; give glob a folder in `path` (use read_file to read this file)",

@@ -557,23 +557,24 @@ impl Worker<'_> {
         {
             return WalkState::Continue;
         }
-        if file_type.is_symlink() {
-            // Searched only when it leads to a file inside the workspace.
-            let inside = path
-                .to_str()
-                .is_some_and(|p| shared.workspace.resolve(p).is_ok());
-            if !inside || !std::fs::metadata(path).is_ok_and(|meta| meta.is_file()) {
-                return WalkState::Continue;
-            }
-        } else if !file_type.is_file() {
+        if !file_type.is_file() && !file_type.is_symlink() {
             return WalkState::Continue;
         }
+        // Opened again through the workspace, whatever the walk listed: a
+        // link is searched only when it leads to a file inside, and a
+        // folder swapped for a link since the listing leads nowhere out.
+        let Ok(file) = shared.workspace.open_file(path) else {
+            if !file_type.is_symlink() {
+                shared.unreadable.fetch_add(1, Ordering::Relaxed);
+            }
+            return WalkState::Continue;
+        };
 
         let mode = if past { Mode::Count } else { Mode::Collect };
         self.sink.reset(mode);
         let result = self
             .searcher
-            .search_path(&shared.query.matcher, path, &mut self.sink);
+            .search_file(&shared.query.matcher, &file, &mut self.sink);
         if shared.cancel.is_cancelled() {
             return WalkState::Quit;
         }
@@ -728,7 +729,9 @@ impl Tool for Grep {
         let cancel = ctx.cancel.clone();
         blocking(move || {
             let base = workspace.resolve(&params.path)?;
-            std::fs::metadata(&base).map_err(|e| io_failure(&workspace, &params.path, &base, e))?;
+            workspace
+                .metadata(&base)
+                .map_err(|e| io_failure(&workspace, &params.path, &base, e))?;
             let query = Query::new(&params).map_err(ToolError::Failed)?;
             let outcome = search(&workspace, &base, &query, &cancel)?;
             Ok(render(&workspace, &params, &base, &query, outcome))

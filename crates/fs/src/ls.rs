@@ -84,7 +84,9 @@ fn list(
     dir: &Path,
     ignore: &GlobSet,
 ) -> Result<Listing, ToolError> {
-    let meta = std::fs::metadata(dir).map_err(|e| io_failure(workspace, given, dir, e))?;
+    let meta = workspace
+        .metadata(dir)
+        .map_err(|e| io_failure(workspace, given, dir, e))?;
     let shown = workspace.display(dir);
     if !meta.is_dir() {
         return Err(ToolError::failed(format!(
@@ -93,36 +95,42 @@ fn list(
             human_size(meta.len())
         )));
     }
-    let reader = std::fs::read_dir(dir).map_err(|e| io_failure(workspace, given, dir, e))?;
+    let reader = workspace
+        .read_dir(dir)
+        .map_err(|e| io_failure(workspace, given, dir, e))?;
     let mut entries = Vec::new();
     let mut ignored = 0;
     let mut unreadable = 0;
     for entry in reader {
-        let Ok(entry) = entry else {
-            unreadable += 1;
-            continue;
-        };
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
+        let name = entry.name.to_string_lossy().into_owned();
+        let path = entry.path;
         let relative = workspace.display(&path);
         if ignore.is_match(&name) || ignore.is_match(&relative) {
             ignored += 1;
             continue;
         }
-        let Ok(file_type) = entry.file_type() else {
+        let Ok(own_meta) = workspace.symlink_metadata(&path) else {
             unreadable += 1;
             continue;
         };
-        let (link, target_meta) = if file_type.is_symlink() {
-            let target = std::fs::read_link(&path)
+        let (link, target_meta) = if own_meta.file_type().is_symlink() {
+            let target = workspace
+                .read_link(&path)
                 .map(|t| t.display().to_string())
                 .unwrap_or_else(|_| "?".into());
-            match std::fs::metadata(&path) {
+            match workspace.metadata(&path) {
                 Ok(meta) => (Some(target), Some(meta)),
+                Err(error)
+                    if error
+                        .get_ref()
+                        .is_some_and(|e| e.is::<gantry_core::PathError>()) =>
+                {
+                    (Some(format!("{target} (leads outside the workspace)")), None)
+                }
                 Err(_) => (Some(format!("{target} (broken link)")), None),
             }
         } else {
-            (None, entry.metadata().ok())
+            (None, Some(own_meta))
         };
         let is_dir = target_meta.as_ref().is_some_and(|m| m.is_dir());
         let size = target_meta.filter(|m| m.is_file()).map(|m| m.len());

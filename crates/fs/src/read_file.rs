@@ -6,8 +6,8 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use gantry_core::{
-    CancellationToken, Display, Part, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
-    Workspace,
+    CancellationToken, Display, NotRegular, Part, Tier, Tool, ToolContext, ToolError, ToolResult,
+    ToolSpec, Workspace,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -122,21 +122,27 @@ fn read(
 ) -> Result<ToolResult, ToolError> {
     let shown = workspace.display(path);
     let failure = |e| io_failure(workspace, &params.path, path, e);
-    let meta = std::fs::metadata(path).map_err(failure)?;
-    if meta.is_dir() {
-        return Err(ToolError::failed(format!(
-            "{} is a directory, not a file; use ls to list it (or glob to find files in it)",
-            quote(&shown)
-        )));
-    }
-    if !meta.is_file() {
-        return Err(ToolError::failed(format!(
-            "{} is not a regular file (a device, socket or pipe); read_file only reads files",
-            quote(&shown)
-        )));
-    }
-    let size = meta.len();
-    let mut file = File::open(path).map_err(failure)?;
+    let mut file = match workspace.open_file(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
+            return Err(ToolError::failed(format!(
+                "{} is a directory, not a file; use ls to list it (or glob to find files in it)",
+                quote(&shown)
+            )));
+        }
+        Err(e) => {
+            if let Some(special) = NotRegular::of(&e) {
+                return Ok(ToolResult::text(format!(
+                    "{} is {}; its content is not read (reading it could wait forever or \
+                     change its state). read_file reads regular files.",
+                    quote(&shown),
+                    special.kind
+                )));
+            }
+            return Err(failure(e));
+        }
+    };
+    let size = file.metadata().map_err(failure)?.len();
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     (&mut file)
         .take(SNIFF_BYTES as u64)
@@ -145,11 +151,11 @@ fn read(
     let whole = head.len() < SNIFF_BYTES;
 
     match sniff::classify(path, &head, whole) {
-        Kind::Image(mime) => read_image(&shown, path, size, mime).map_err(|e| match e {
+        Kind::Image(mime) => read_image(&shown, file, size, mime).map_err(|e| match e {
             ImageError::Io(e) => failure(e),
             ImageError::TooBig(message) => ToolError::Failed(message),
         }),
-        Kind::Pdf => Ok(describe_pdf(&shown, path, size)),
+        Kind::Pdf => Ok(describe_pdf(&shown, file, size)),
         Kind::Binary { what, nul_at } => {
             let what = what.map(|w| format!(", {w}")).unwrap_or_default();
             Ok(ToolResult::text(format!(
@@ -184,7 +190,7 @@ enum ImageError {
     TooBig(String),
 }
 
-fn read_image(shown: &str, path: &Path, size: u64, mime: &str) -> Result<ToolResult, ImageError> {
+fn read_image(shown: &str, file: File, size: u64, mime: &str) -> Result<ToolResult, ImageError> {
     if size > MAX_IMAGE_BYTES {
         return Err(ImageError::TooBig(format!(
             "{} is an image of {}; images over {} are not returned. Scale it down first \
@@ -194,7 +200,7 @@ fn read_image(shown: &str, path: &Path, size: u64, mime: &str) -> Result<ToolRes
             human_size(MAX_IMAGE_BYTES)
         )));
     }
-    let data = std::fs::read(path).map_err(ImageError::Io)?;
+    let data = read_whole(file).map_err(ImageError::Io)?;
     let dimensions = sniff::image_dimensions(&data)
         .map(|(w, h)| format!(", {w}x{h}"))
         .unwrap_or_default();
@@ -217,9 +223,17 @@ fn read_image(shown: &str, path: &Path, size: u64, mime: &str) -> Result<ToolRes
     ))
 }
 
-fn describe_pdf(shown: &str, path: &Path, size: u64) -> ToolResult {
+/// The whole of an open file, from its start.
+fn read_whole(mut file: File) -> io::Result<Vec<u8>> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut data = Vec::new();
+    file.read_to_end(&mut data)?;
+    Ok(data)
+}
+
+fn describe_pdf(shown: &str, file: File, size: u64) -> ToolResult {
     let pages = if size <= PDF_SCAN_BYTES {
-        std::fs::read(path)
+        read_whole(file)
             .ok()
             .and_then(|data| sniff::pdf_pages(&data))
     } else {
@@ -258,30 +272,58 @@ struct Window {
 
 /// A line reader over a buffered file that never holds more than one cut
 /// line in memory, so a single gigabyte-long line costs no more than a
-/// short one.
-struct Lines<R> {
+/// short one, and that stops a line at [`LONG_LINE_SCAN_BYTES`] and
+/// checks for cancellation at every buffer, so a file that is one endless
+/// line (a sparse file's hole, a data dump) neither runs long nor ignores
+/// a cancel.
+struct Lines<'a, R> {
     inner: R,
     consumed: u64,
+    cancel: &'a CancellationToken,
 }
 
 /// One line as read: its kept bytes are in the caller's buffer.
 struct LineRead {
-    /// Length of the whole line without its newline.
+    /// Length of the line without its newline (as far as it was read).
     bytes: u64,
+    /// The line went on past [`LONG_LINE_SCAN_BYTES`] and was not read to
+    /// its end: nothing after it can be reached.
+    endless: bool,
 }
 
-impl<R: BufRead> Lines<R> {
+/// A line is read this far at most: past it, a call would spend seconds
+/// on something that is not text anyone reads line by line.
+const LONG_LINE_SCAN_BYTES: u64 = 64 * 1024 * 1024;
+
+impl<R: BufRead> Lines<'_, R> {
     fn consume(&mut self, n: usize) {
         self.inner.consume(n);
         self.consumed += n as u64;
     }
 
-    /// Skips one line; false at the end of the file.
-    fn skip(&mut self) -> io::Result<bool> {
+    fn fill(&mut self) -> Result<&[u8], ToolError> {
+        if self.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        Ok(self.inner.fill_buf()?)
+    }
+
+    /// Skips one line; false at the end of the file, an error past a line
+    /// too long to skip.
+    fn skip(&mut self, number: u64) -> Result<bool, ToolError> {
         let mut any = false;
+        let start = self.consumed;
         loop {
+            if self.consumed - start > LONG_LINE_SCAN_BYTES {
+                return Err(ToolError::failed(format!(
+                    "line {number} is over {} long (no newline in it: a data dump, or a hole in \
+                     a sparse file), so no line after it can be reached; look inside with grep, \
+                     or with the shell tool (e.g. `tail -c`)",
+                    human_size(LONG_LINE_SCAN_BYTES)
+                )));
+            }
             let (newline, len) = {
-                let chunk = self.inner.fill_buf()?;
+                let chunk = self.fill()?;
                 (memchr::memchr(b'\n', chunk), chunk.len())
             };
             if len == 0 {
@@ -300,14 +342,20 @@ impl<R: BufRead> Lines<R> {
 
     /// Reads one line, keeping at most `keep` bytes of it in `buf`
     /// (without the newline or a `\r` before it).
-    fn next(&mut self, buf: &mut Vec<u8>, keep: usize) -> io::Result<Option<LineRead>> {
+    fn next(&mut self, buf: &mut Vec<u8>, keep: usize) -> Result<Option<LineRead>, ToolError> {
         buf.clear();
         let mut bytes = 0u64;
         let mut any = false;
         let mut ended = false;
         while !ended {
+            if bytes > LONG_LINE_SCAN_BYTES {
+                return Ok(Some(LineRead {
+                    bytes,
+                    endless: true,
+                }));
+            }
             let used = {
-                let chunk = self.inner.fill_buf()?;
+                let chunk = self.fill()?;
                 if chunk.is_empty() {
                     break;
                 }
@@ -333,24 +381,24 @@ impl<R: BufRead> Lines<R> {
             buf.pop();
             bytes -= 1;
         }
-        Ok(Some(LineRead { bytes }))
+        Ok(Some(LineRead {
+            bytes,
+            endless: false,
+        }))
     }
 
     /// Whether anything is left to read.
-    fn at_end(&mut self) -> io::Result<bool> {
-        Ok(self.inner.fill_buf()?.is_empty())
+    fn at_end(&mut self) -> Result<bool, ToolError> {
+        Ok(self.fill()?.is_empty())
     }
 
     /// Counts the lines from here to the end of the file.
-    fn count_rest(&mut self, cancel: &CancellationToken) -> Result<u64, ToolError> {
+    fn count_rest(&mut self) -> Result<u64, ToolError> {
         let mut lines = 0;
         let mut partial = false;
         loop {
-            if cancel.is_cancelled() {
-                return Err(ToolError::Cancelled);
-            }
             let len = {
-                let chunk = self.inner.fill_buf()?;
+                let chunk = self.fill()?;
                 if chunk.is_empty() {
                     break;
                 }
@@ -387,17 +435,15 @@ fn read_text(
     let mut lines = Lines {
         inner: BufReader::with_capacity(64 * 1024, file),
         consumed: 0,
+        cancel,
     };
-    if lines.inner.fill_buf()?.starts_with(b"\xef\xbb\xbf") {
+    if lines.fill()?.starts_with(b"\xef\xbb\xbf") {
         lines.consume(3);
     }
 
     // Skip to the window without keeping anything.
     for skipped in 1..window.offset {
-        if skipped.is_multiple_of(16_384) && cancel.is_cancelled() {
-            return Err(ToolError::Cancelled);
-        }
-        if !lines.skip()? {
+        if !lines.skip(skipped)? {
             let total = skipped - 1;
             return Err(beyond_end(shown, window.offset, total));
         }
@@ -412,10 +458,8 @@ fn read_text(
     // A line read but not shown because the output budget ran out.
     let mut held_back = 0;
     let mut at_end = false;
+    let mut endless = None;
     while number - window.offset < window.limit {
-        if number.is_multiple_of(4096) && cancel.is_cancelled() {
-            return Err(ToolError::Cancelled);
-        }
         let Some(line) = lines.next(&mut buf, KEEP_LINE_BYTES)? else {
             at_end = true;
             break;
@@ -441,13 +485,20 @@ fn read_text(
                 let end = at.map_or(text.len(), |(at, _)| at);
                 entry.push_str(&text[..end]);
                 entry.push_str(&format!(
-                    "… [line cut at {MAX_LINE_CHARS} characters; the whole line is {}]",
+                    "… [line cut at {MAX_LINE_CHARS} characters; the whole line is {}{}]",
+                    if line.endless { "over " } else { "" },
                     human_size(line.bytes)
                 ));
                 cut.push(number);
             }
         }
         entry.push('\n');
+        if line.endless {
+            endless = Some(number);
+            if cut.last() == Some(&number) {
+                cut.pop();
+            }
+        }
         if !out.is_empty() && out.len() + entry.len() > MAX_OUTPUT_BYTES {
             budget_hit = true;
             held_back = 1;
@@ -461,9 +512,12 @@ fn read_text(
         }
         out.push_str(&entry);
         number += 1;
+        if endless.is_some() {
+            break;
+        }
     }
     let last = number - 1;
-    if !at_end && held_back == 0 {
+    if !at_end && held_back == 0 && endless.is_none() {
         at_end = lines.at_end()?;
     }
 
@@ -480,8 +534,8 @@ fn read_text(
 
     let total = if at_end {
         Some(last)
-    } else if size.saturating_sub(lines.consumed) <= COUNT_BUDGET_BYTES {
-        Some(last + held_back + lines.count_rest(cancel)?)
+    } else if endless.is_none() && size.saturating_sub(lines.consumed) <= COUNT_BUDGET_BYTES {
+        Some(last + held_back + lines.count_rest()?)
     } else {
         None
     };
@@ -495,7 +549,14 @@ fn read_text(
     let range = format!("lines {}-{last} {of_total}", window.offset);
 
     let mut notes = Vec::new();
-    if budget_hit {
+    if let Some(number) = endless {
+        notes.push(format!(
+            "line {number} is over {} long (no newline in it: a data dump, or a hole in a sparse \
+             file); it is cut and the file is not read past it. Look further with grep, or with \
+             the shell tool (e.g. `tail -c`)",
+            human_size(LONG_LINE_SCAN_BYTES)
+        ));
+    } else if budget_hit {
         notes.push(format!(
             "output limit of {} reached: showing {range}; call again with offset {}",
             human_size(MAX_OUTPUT_BYTES as u64),

@@ -3,13 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use gantry_core::{
-    CancellationToken, Display, Part, Run, Tier, Tool, ToolContext, ToolError, ToolResult,
-    ToolSpec, Workspace,
+    CancellationToken, Display, NotRegular, Part, Run, Tier, Tool, ToolContext, ToolError,
+    ToolResult, ToolSpec, Workspace,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -144,7 +143,7 @@ fn expand(
         let given = entry.trim();
         let literal_exists = workspace
             .resolve(given)
-            .is_ok_and(|path| path.symlink_metadata().is_ok());
+            .is_ok_and(|path| workspace.symlink_metadata(&path).is_ok());
         if looks_like_glob(given) && !literal_exists {
             expanded.walked = true;
             let skip = |reason: String| Skipped {
@@ -171,8 +170,18 @@ fn expand(
                 continue;
             }
             let matcher = glob::compile(pattern).map_err(ToolError::Failed)?;
-            let from = root.join(literal_prefix(pattern));
-            let hits = if from.is_dir() {
+            // The walk starts where the pattern's literal part leads, named
+            // through the workspace: a folder there that is a link out is
+            // refused, not walked.
+            let prefix = literal_prefix(pattern);
+            let from = match workspace.resolve(if prefix.is_empty() { "." } else { prefix }) {
+                Ok(from) => from,
+                Err(error) => {
+                    expanded.skipped.push(skip(error.to_string()));
+                    continue;
+                }
+            };
+            let hits = if workspace.metadata(&from).is_ok_and(|meta| meta.is_dir()) {
                 glob::collect(workspace, &from, root, &matcher, cancel)?.hits
             } else {
                 Vec::new()
@@ -197,7 +206,7 @@ fn expand(
                 continue;
             }
         };
-        let meta = match std::fs::metadata(&path) {
+        let meta = match workspace.metadata(&path) {
             Ok(meta) => meta,
             Err(error) => {
                 expanded.skipped.push(Skipped {
@@ -270,17 +279,20 @@ enum Verdict {
     Skip(String),
 }
 
-fn examine(path: &Path, max_file_bytes: u64) -> Verdict {
-    let meta = match std::fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(error) => return Verdict::Skip(format!("cannot be read: {error}")),
-    };
-    if !meta.is_file() {
-        return Verdict::Skip("not a regular file (a device, socket or pipe)".to_string());
-    }
-    let size = meta.len();
-    let mut file = match File::open(path) {
+/// Opens `path` through the workspace (so a file reached by a walk is
+/// confined however the tree changed since it was listed) and decides.
+fn examine(workspace: &Workspace, path: &Path, max_file_bytes: u64) -> Verdict {
+    let mut file = match workspace.open_file(path) {
         Ok(file) => file,
+        Err(error) => {
+            return Verdict::Skip(match NotRegular::of(&error) {
+                Some(special) => format!("{special} (a device, socket or pipe is never read)"),
+                None => format!("cannot be read: {error}"),
+            });
+        }
+    };
+    let size = match file.metadata() {
+        Ok(meta) => meta.len(),
         Err(error) => return Verdict::Skip(format!("cannot be read: {error}")),
     };
     let mut head = Vec::with_capacity(SNIFF_BYTES);
@@ -419,7 +431,7 @@ fn read(
             unread.push(shown);
             continue;
         }
-        match examine(&path, limits.max_file_bytes) {
+        match examine(workspace, &path, limits.max_file_bytes) {
             Verdict::Skip(reason) => skipped.push(Skipped {
                 shown: quote(&shown),
                 reason,
@@ -574,7 +586,7 @@ impl Tool for ReadManyFiles {
                 let exists = run
                     .workspace()
                     .resolve(given)
-                    .is_ok_and(|path| path.symlink_metadata().is_ok());
+                    .is_ok_and(|path| run.workspace().symlink_metadata(&path).is_ok());
                 // An absolute pattern outside the workspace is reported
                 // as skipped, with the other entries still read.
                 if looks_like_glob(given)

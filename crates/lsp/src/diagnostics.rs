@@ -352,7 +352,9 @@ pub fn render_file(
     note: &str,
     items: &[Diagnostic],
 ) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = gantry_core::read_regular(path)
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default();
     let index = LineIndex::new(&text);
     let shown = supervisor.display(path);
     let mut out = format!("{shown}{note}\n");

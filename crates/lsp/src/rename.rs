@@ -171,7 +171,7 @@ pub fn change_set(
         if files.contains_key(path) {
             return Ok(());
         }
-        let before = std::fs::read(path).map_err(|e| {
+        let before = workspace.read(path).map_err(|e| {
             ToolError::failed(format!(
                 "the rename edits {}, which cannot be read: {e}",
                 workspace.display(path)

@@ -40,7 +40,9 @@ impl<'a> Sources<'a> {
         let text = self
             .cache
             .entry(path.to_path_buf())
-            .or_insert_with(|| std::fs::read_to_string(path).unwrap_or_default());
+            .or_insert_with(|| gantry_core::read_regular(path)
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default());
         let source = LineIndex::new(text)
             .line(line as usize)
             .unwrap_or("")

@@ -227,6 +227,15 @@ struct Stamp {
     len: u64,
 }
 
+/// Reads a file on the blocking pool, never waiting on a FIFO or device
+/// planted where a source file was (the caller holds the documents' lock).
+async fn read_off_runtime(path: &Path) -> std::io::Result<Vec<u8>> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || gantry_core::read_regular(&path))
+        .await
+        .map_err(std::io::Error::other)?
+}
+
 fn stamp(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
     Some(Stamp {
@@ -476,7 +485,7 @@ impl Server {
             if now == doc.stamp {
                 continue;
             }
-            match tokio::fs::read(&path).await {
+            match read_off_runtime(&path).await {
                 Ok(bytes) => {
                     let text = String::from_utf8_lossy(&bytes);
                     if *text != *doc.text {
@@ -503,7 +512,7 @@ impl Server {
             return Ok(doc.text.clone());
         }
         let stamp_before = stamp(path);
-        let bytes = tokio::fs::read(path).await?;
+        let bytes = read_off_runtime(path).await?;
         let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
         self.client
             .notify::<DidOpenTextDocument>(&DidOpenTextDocumentParams {

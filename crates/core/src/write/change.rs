@@ -326,22 +326,44 @@ pub(crate) fn confine(workspace: &Workspace, path: &Path) -> Result<(), WriteErr
         .map_err(|e| WriteError::Outside(e.to_string()))
 }
 
-/// The current content of `path` (through a symlink), `None` when absent.
-pub(crate) fn read_current(
+/// A file as it is now: its content and how many hard links it has.
+pub(crate) struct Current {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) links: u64,
+}
+
+/// The current content of `path` (through a symlink that stays inside),
+/// `None` when absent. Opened through the workspace's handle and never
+/// blocking: a FIFO, socket or device is refused, not waited on.
+pub(crate) fn current(workspace: &Workspace, path: &Path) -> Result<Option<Current>, WriteError> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let read = workspace.open_file(path).and_then(|mut file| {
+        let links = file.metadata()?.nlink();
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(Current { bytes, links })
+    });
+    match read {
+        Ok(current) => Ok(Some(current)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::IsADirectory => Err(WriteError::Plan(format!(
+            "{} is a directory, not a file",
+            workspace.display(path)
+        ))),
+        Err(e) => Err(WriteError::from_io(workspace, path, "read", e)),
+    }
+}
+
+/// The current content of `path`, `None` when absent: opened through the
+/// workspace's handle and never blocking (a FIFO, socket or device is
+/// refused, not waited on), with the write path's own errors. What a
+/// writing tool plans against.
+pub fn read_current(
     workspace: &Workspace,
     path: &Path,
 ) -> Result<Option<Vec<u8>>, WriteError> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) if e.kind() == io::ErrorKind::IsADirectory || path.is_dir() => {
-            Err(WriteError::Plan(format!(
-                "{} is a directory, not a file",
-                workspace.display(path)
-            )))
-        }
-        Err(e) => Err(WriteError::io(workspace, path, "read", e)),
-    }
+    Ok(current(workspace, path)?.map(|c| c.bytes))
 }
 
 fn read_existing(workspace: &Workspace, path: &Path) -> Result<Vec<u8>, WriteError> {

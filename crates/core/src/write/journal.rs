@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::change::ContentHash;
 use crate::settings::state_dir;
+use crate::workspace::Workspace;
 
 const PENDING: &str = "pending";
 const COMMITTED: &str = "committed";
@@ -52,12 +53,6 @@ pub(crate) struct RootState {
     dir: PathBuf,
 }
 
-/// Held while a process applies or recovers; released when dropped (or
-/// when the process dies, which is what makes a found journal abandoned).
-pub(crate) struct RootLock {
-    _file: File,
-}
-
 impl RootState {
     /// Opens (creating) the state directory of `root`.
     pub(crate) fn create(root: &Path) -> io::Result<Self> {
@@ -77,17 +72,6 @@ impl RootState {
         dir.is_dir().then_some(RootState { dir })
     }
 
-    /// Takes the root's lock, waiting for another process to release it.
-    pub(crate) fn lock(&self) -> io::Result<RootLock> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join("lock"))?;
-        file.lock()?;
-        Ok(RootLock { _file: file })
-    }
-
     /// Writes `journal` as pending, durably, before any temp file exists.
     pub(crate) fn write_pending(&self, id: &str, journal: &Journal) -> io::Result<PendingJournal> {
         let path = self.dir.join(format!("{id}.{PENDING}"));
@@ -104,9 +88,10 @@ impl RootState {
         })
     }
 
-    /// Finishes committed journals and rolls back pending ones. The caller
-    /// holds the lock.
-    pub(crate) fn recover_locked(&self) -> io::Result<RecoveryReport> {
+    /// Finishes committed journals and rolls back pending ones, each
+    /// through handles on the roots it names. The caller holds the root's
+    /// lock ([`Workspace::lock`]).
+    pub(crate) fn recover_locked(&self, workspace: &Workspace) -> io::Result<RecoveryReport> {
         let mut report = RecoveryReport::default();
         let mut journals: Vec<PathBuf> = fs::read_dir(&self.dir)?
             .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -125,11 +110,13 @@ impl RootState {
                 .and_then(|bytes| serde_json::from_slice::<Journal>(&bytes).ok());
             match (journal, committed) {
                 (Some(journal), true) => {
-                    journal.finish()?;
+                    journal.finish(&journal.workspace(workspace))?;
                     report.completed.extend(journal.paths());
                 }
                 (Some(journal), false) => {
-                    report.rolled_back.extend(journal.roll_back());
+                    report
+                        .rolled_back
+                        .extend(journal.roll_back(&journal.workspace(workspace)));
                 }
                 // A pending journal cut short by the crash: no temp file was
                 // made before it was durable, so there is nothing to undo.
@@ -200,41 +187,51 @@ pub(crate) struct Journal {
     pub(crate) dirs: Vec<PathBuf>,
     pub(crate) renames: Vec<Rename>,
     pub(crate) deletes: Vec<PathBuf>,
+    /// The extra roots the apply's workspace had, so recovery reaches
+    /// files under them through handles of their own.
+    #[serde(default)]
+    pub(crate) extra_roots: Vec<PathBuf>,
 }
 
 impl Journal {
+    /// The workspace to recover through: `workspace` with the extra roots
+    /// the apply had.
+    fn workspace(&self, workspace: &Workspace) -> Workspace {
+        workspace.clone().with_extra_roots(self.extra_roots.clone())
+    }
+
     /// Does what is left of a committed apply. Every step is skipped when
     /// already done, so finishing twice is harmless.
-    pub(crate) fn finish(&self) -> io::Result<()> {
+    pub(crate) fn finish(&self, workspace: &Workspace) -> io::Result<()> {
         for rename in &self.renames {
-            if fs::symlink_metadata(&rename.temp).is_ok() {
-                fs::rename(&rename.temp, &rename.target)?;
+            if workspace.symlink_metadata(&rename.temp).is_ok() {
+                workspace.rename(&rename.temp, &rename.target)?;
             }
         }
         for path in &self.deletes {
-            remove_if_present(path)?;
+            remove_if_present(workspace, path)?;
         }
-        self.sync_parents()
+        self.sync_parents(workspace)
     }
 
     /// Undoes an uncommitted apply: its temp files and new directories go.
     /// Returns the temp files that were there.
-    pub(crate) fn roll_back(&self) -> Vec<PathBuf> {
+    pub(crate) fn roll_back(&self, workspace: &Workspace) -> Vec<PathBuf> {
         let mut removed = Vec::new();
         for rename in &self.renames {
-            if fs::remove_file(&rename.temp).is_ok() {
+            if workspace.remove_file(&rename.temp).is_ok() {
                 removed.push(rename.temp.clone());
             }
         }
         // Only empty ones: anything put there since is not ours to remove.
         for dir in self.dirs.iter().rev() {
-            let _ = fs::remove_dir(dir);
+            let _ = workspace.remove_dir(dir);
         }
         removed
     }
 
     /// Makes the renames and deletes durable.
-    pub(crate) fn sync_parents(&self) -> io::Result<()> {
+    pub(crate) fn sync_parents(&self, workspace: &Workspace) -> io::Result<()> {
         let mut parents: Vec<&Path> = self
             .renames
             .iter()
@@ -244,7 +241,9 @@ impl Journal {
             .collect();
         parents.sort();
         parents.dedup();
-        parents.into_iter().try_for_each(sync_dir)
+        parents
+            .into_iter()
+            .try_for_each(|dir| workspace.sync_dir(dir))
     }
 
     fn paths(&self) -> impl Iterator<Item = PathBuf> + '_ {
@@ -256,24 +255,17 @@ impl Journal {
 }
 
 /// Removes a file or link; absent is fine.
-pub(crate) fn remove_if_present(path: &Path) -> io::Result<()> {
-    match fs::remove_file(path) {
+pub(crate) fn remove_if_present(workspace: &Workspace, path: &Path) -> io::Result<()> {
+    match workspace.remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }
 }
 
-/// Makes a directory's entries durable (a rename or a new file in it).
+/// Makes a directory of the state directory durable (a journal written,
+/// committed or removed in it).
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)?.sync_all()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
-    }
+    File::open(dir)?.sync_all()
 }
 
 /// What [`recover`](super::recover) found and did.

@@ -9,7 +9,7 @@
 //!    "what this write introduced" has a meaning;
 //! 2. runs the before-write [`WriteHook`]s with the change set;
 //! 3. applies it all-or-nothing and crash-safe: under a lock per workspace
-//!    root shared by every Gantry process, every file is checked against
+//!    root shared by every Gantry process (`flock` on the root directory), every file is checked against
 //!    the content it was planned against (one mismatch refuses the whole
 //!    set, naming the files); the
 //!    new contents go to temp files beside their targets, synced; a
@@ -63,12 +63,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use change::{Change, ChangeKind, ChangeSet, ContentHash};
+pub use change::{Change, ChangeKind, ChangeSet, ContentHash, read_current};
 pub use journal::RecoveryReport;
 
 use crate::run::Run;
 use crate::tool::ToolError;
-use crate::workspace::Workspace;
+use crate::workspace::{NotRegular, PathError, Workspace};
 
 /// Why a change set was not (entirely) applied. Every message is written
 /// for the model and says whether anything was written.
@@ -117,13 +117,31 @@ pub enum WriteError {
 }
 
 impl WriteError {
-    fn io(workspace: &Workspace, path: &Path, action: &'static str, source: io::Error) -> Self {
+    pub(crate) fn io(workspace: &Workspace, path: &Path, action: &'static str, source: io::Error) -> Self {
         WriteError::Io {
             path: workspace.display(path),
             action,
             source,
             committed: false,
         }
+    }
+
+    /// An I/O failure of a workspace operation: a path the kernel refused
+    /// as outside (a link leading out) is [`WriteError::Outside`], a FIFO
+    /// or device is a [`WriteError::Plan`] refusal, anything else
+    /// [`WriteError::Io`].
+    pub(crate) fn from_io(workspace: &Workspace, path: &Path, action: &'static str, source: io::Error) -> Self {
+        if let Some(refusal) = source.get_ref().and_then(|e| e.downcast_ref::<PathError>()) {
+            return WriteError::Outside(refusal.to_string());
+        }
+        if let Some(special) = NotRegular::of(&source) {
+            return WriteError::Plan(format!(
+                "nothing was written: {} is {}; only regular files are written",
+                workspace.display(path),
+                special.kind
+            ));
+        }
+        WriteError::io(workspace, path, action, source)
     }
 
     fn io_at(path: &Path, action: &'static str, source: io::Error) -> Self {
@@ -215,9 +233,10 @@ impl Run {
                 io::Error::other(e),
             )
         })?;
+        let outcome = outcome?;
         let mut applied = Applied {
-            changes: outcome?,
-            notes: Vec::new(),
+            changes: outcome.changes,
+            notes: outcome.notes,
         };
         for hook in &self.inner.write_hooks {
             if let Some(note) = hook.after_write(self, &applied).await {
@@ -230,15 +249,16 @@ impl Run {
 }
 
 /// Finishes or rolls back whatever write a dead process left on `root`,
-/// under the root's lock. Cheap when there is nothing: a root no Gantry
+/// under the root's lock (`flock` on the root directory, which every
+/// process on the root shares whatever its state directory). Cheap when there is nothing: a root no Gantry
 /// process ever wrote to has no state at all.
 pub fn recover(root: &Path) -> io::Result<RecoveryReport> {
-    let root = root.canonicalize()?;
-    let Some(state) = journal::RootState::existing(&root) else {
+    let workspace = Workspace::new(root)?;
+    let Some(state) = journal::RootState::existing(workspace.root()) else {
         return Ok(RecoveryReport::default());
     };
-    let _lock = state.lock()?;
-    state.recover_locked()
+    let _lock = workspace.lock()?;
+    state.recover_locked(&workspace)
 }
 
 /// Opens a workspace the way every front end should (`mcp`, `session`,
@@ -270,8 +290,9 @@ pub async fn apply_at(workspace: &Workspace, changes: ChangeSet) -> Result<Appli
         .map_err(|e| {
             WriteError::io_at(workspace.root(), "apply a change in", io::Error::other(e))
         })?;
+    let outcome = outcome?;
     Ok(Applied {
-        changes: outcome?,
-        notes: Vec::new(),
+        changes: outcome.changes,
+        notes: outcome.notes,
     })
 }

@@ -11,7 +11,7 @@ mod parse;
 
 use std::path::PathBuf;
 
-use gantry_core::write::{Change, ChangeSet};
+use gantry_core::write::{Change, ChangeSet, read_current};
 use gantry_core::{
     Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Workspace, async_trait,
 };
@@ -57,18 +57,8 @@ lists each file (A added, M modified, D deleted, R renamed) with its line counts
 /// Resolves a path named in the patch, with the patch line for errors.
 fn resolve(workspace: &Workspace, path: &str, line: usize) -> Result<PathBuf, String> {
     workspace
-        .resolve(path)
+        .resolve_file(path)
         .map_err(|e| format!("line {line}: {e}"))
-}
-
-/// Reads a file the patch changes; `None` when absent.
-fn read(path: &std::path::Path, display: &str) -> Result<Option<Vec<u8>>, String> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(_) if path.is_dir() => Err(format!("{display} is a directory, not a file")),
-        Err(e) => Err(format!("cannot read {display}: {e}")),
-    }
 }
 
 /// The change one file of the patch makes, or why it cannot.
@@ -77,7 +67,7 @@ fn plan_file(workspace: &Workspace, file: &FilePatch) -> Result<Option<Change>, 
     let path = resolve(workspace, &file.path, file.line).map_err(one)?;
     let display = workspace.display(&path);
     let where_ = format!("{display} (patch line {})", file.line);
-    let current = read(&path, &display).map_err(one)?;
+    let current = read_current(workspace, &path).map_err(|e| one(e.to_string()))?;
     match (file.op, current) {
         (Op::Add, Some(_)) => Err(one(format!(
             "{where_}: `Add File` but the file already exists; use `*** Update File` to change it"
@@ -121,7 +111,10 @@ fn plan_file(workspace: &Workspace, file: &FilePatch) -> Result<Option<Change>, 
                 Some(to) => {
                     let dest = resolve(workspace, to, file.line).map_err(one)?;
                     let dest_display = workspace.display(&dest);
-                    if read(&dest, &dest_display).map_err(one)?.is_some() {
+                    if read_current(workspace, &dest)
+                        .map_err(|e| one(e.to_string()))?
+                        .is_some()
+                    {
                         return Err(one(format!(
                             "{where_}: cannot move it to {dest_display}, which already exists"
                         )));
