@@ -87,7 +87,7 @@ impl Run {
                 for notice in self.drain_notices() {
                     result.append_text(&format!("[run notice] {notice}"));
                 }
-                Ok(result)
+                Ok(result.within_budget())
             }
             Err(mut error) => {
                 if !matches!(
@@ -100,6 +100,7 @@ impl Run {
                             .push_str(&format!("\n\n[run notice] {notice}"));
                     }
                 }
+                crate::result::cut_to(&mut error.message, crate::result::MODEL_BUDGET, "the error");
                 Err(error)
             }
         }

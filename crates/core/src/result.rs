@@ -108,6 +108,31 @@ impl ToolResult {
         }
     }
 
+    /// The result cut to what a model and a person can take: the text
+    /// parts to [`MODEL_BUDGET`] bytes in all and the display to
+    /// [`DISPLAY_BUDGET`], each cut said where it happens. The pipeline
+    /// applies it to every result, so no tool can flood a context or a
+    /// client (a one-line 50 MB file's diff, say), whatever it returns.
+    pub fn within_budget(mut self) -> Self {
+        let mut left = MODEL_BUDGET;
+        for part in &mut self.llm_content {
+            if let Part::Text { text } = part {
+                if text.len() > left {
+                    cut_to(text, left, "the result");
+                }
+                left = left.saturating_sub(text.len());
+            }
+        }
+        match &mut self.return_display {
+            Display::Markdown { markdown: text } | Display::FileDiff { diff: text, .. } => {
+                if text.len() > DISPLAY_BUDGET {
+                    cut_to(text, DISPLAY_BUDGET, "the display");
+                }
+            }
+        }
+        self
+    }
+
     /// All text parts joined, for callers that only speak text.
     pub fn text_content(&self) -> String {
         self.llm_content
@@ -119,6 +144,27 @@ impl ToolResult {
             .collect::<Vec<_>>()
             .join("\n")
     }
+}
+
+/// Bytes of text a model gets from one call at most.
+pub const MODEL_BUDGET: usize = 256 * 1024;
+/// Bytes of display a person (a client) gets from one call at most.
+pub const DISPLAY_BUDGET: usize = 1024 * 1024;
+
+/// Cuts `text` to at most `budget` bytes (on a character boundary), the
+/// note saying how much was left out included in the budget.
+pub fn cut_to(text: &mut String, budget: usize, what: &str) {
+    if text.len() <= budget {
+        return;
+    }
+    let total = text.len();
+    let note = format!("\n[{what} was cut here: {total} bytes in all, over the {budget}-byte limit]");
+    let mut end = budget.saturating_sub(note.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&note);
 }
 
 mod base64_bytes {

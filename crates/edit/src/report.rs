@@ -99,7 +99,7 @@ pub(crate) fn files(workspace: &Workspace, changes: &ChangeSet) -> Vec<FileRepor
                             .context_radius(CONTEXT)
                             .header(&old_name, &new_name)
                             .to_string();
-                        shift_hunks(&text, skipped)
+                        cut_long_lines(shift_hunks(&text, skipped))
                     };
                     FileReport {
                         letter: change.kind().letter(),
@@ -195,6 +195,36 @@ fn common_len<'a>(
         }
     }
     total
+}
+
+/// Bytes of one diff line kept, model and person alike: a minified file's
+/// or a data dump's single line says nothing more at 50 MB than at 2 KB.
+const DIFF_LINE_BYTES: usize = 2000;
+
+/// `diff` with every line longer than [`DIFF_LINE_BYTES`] cut, saying how
+/// long it was. A diff of short lines comes back as it is.
+fn cut_long_lines(diff: String) -> String {
+    if diff.split('\n').all(|line| line.len() <= DIFF_LINE_BYTES) {
+        return diff;
+    }
+    let mut out = String::with_capacity(diff.len().min(1 << 20));
+    for line in diff.split_inclusive('\n') {
+        let body = line.strip_suffix('\n').unwrap_or(line);
+        if body.len() <= DIFF_LINE_BYTES {
+            out.push_str(line);
+            continue;
+        }
+        let mut end = DIFF_LINE_BYTES;
+        while !body.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.push_str(&body[..end]);
+        out.push_str(&format!(
+            "… [diff line cut at {DIFF_LINE_BYTES} bytes; it is {} bytes long]\n",
+            body.len()
+        ));
+    }
+    out
 }
 
 /// `diff` with every `@@ -a,b +c,d @@` moved down by `by` lines.

@@ -1,0 +1,184 @@
+//! Every tool that takes a path or a pattern, against every way out of the
+//! workspace: `..`, an absolute path, a symlinked file, a symlinked folder
+//! at any depth of a path or pattern (relative and absolute links), a
+//! dangling link, and an absolute link that stays inside (which works).
+//! Driven through the real binary (`gantry session`), so the wiring the
+//! user runs is the one tried. Nothing outside may be read or written.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// The content of the outside file: it must never show up in a reply.
+const SECRET: &str = "SECRET-7f3a";
+
+fn setup() -> (tempfile::TempDir, tempfile::TempDir) {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    let out = outside.path();
+    std::fs::write(out.join("secret.txt"), format!("{SECRET}\n")).unwrap();
+    std::fs::write(out.join("secret.py"), format!("x = '{SECRET}'\n")).unwrap();
+    std::fs::write(root.join("inside.txt"), "inside\n").unwrap();
+    std::fs::create_dir_all(root.join("sub/deep")).unwrap();
+    let link = |target: &Path, name: &str| std::os::unix::fs::symlink(target, root.join(name)).unwrap();
+    // A relative link out, at the top.
+    let up = Path::new("..").join(out.file_name().unwrap());
+    link(&up, "link_dir");
+    // An absolute link out, two folders down.
+    link(out, "sub/deep/abs_dir");
+    link(&out.join("secret.txt"), "leak.txt");
+    link(&out.join("nothing.txt"), "dangling.txt");
+    link(&root.canonicalize().unwrap().join("inside.txt"), "abs_in.txt");
+    (ws, outside)
+}
+
+/// Runs `calls` in one `gantry session` and returns each reply.
+fn session(root: &Path, calls: &[(&str, Value)]) -> Vec<Value> {
+    let state = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gantry"))
+        .args(["session", "--approval", "yolo"])
+        .current_dir(root)
+        .env("GANTRY_STATE_DIR", state.path())
+        .env("GANTRY_HOME", state.path().join("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for (tool, args) in calls {
+            writeln!(stdin, "{}", json!({"tool": tool, "args": args})).unwrap();
+        }
+    }
+    let output = child.wait_with_output().unwrap();
+    let replies: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(replies.len(), calls.len());
+    replies
+}
+
+#[test]
+fn no_tool_reads_or_writes_outside_by_any_escape() {
+    let (ws, outside) = setup();
+    let out = outside.path().canonicalize().unwrap();
+    let abs_secret = out.join("secret.txt").display().to_string();
+    let abs_dir = out.display().to_string();
+    // Files by every escape form, and folders by every escape form.
+    let files = [
+        format!("../{}/secret.txt", out.file_name().unwrap().to_string_lossy()),
+        abs_secret.clone(),
+        "leak.txt".into(),
+        "link_dir/secret.txt".into(),
+        "sub/deep/abs_dir/secret.txt".into(),
+        "dangling.txt".into(),
+    ];
+    let folders = [
+        "..".to_string(),
+        abs_dir.clone(),
+        "link_dir".into(),
+        "sub/deep/abs_dir".into(),
+    ];
+    let patterns = [
+        "link_dir/*",
+        "link_dir/**",
+        "link_dir/*.txt",
+        "sub/deep/abs_dir/*",
+        "sub/*/abs_dir/**/*.txt",
+        "**/secret.txt",
+        "../*/secret.txt",
+    ];
+    let mut calls: Vec<(&str, Value)> = Vec::new();
+    for file in &files {
+        calls.push(("read_file", json!({"path": file})));
+        calls.push(("read_many_files", json!({"paths": [file]})));
+        calls.push(("grep", json!({"pattern": "SECRET", "path": file})));
+        calls.push(("write_file", json!({"path": file, "content": "pwned\n"})));
+        calls.push(("edit", json!({"path": file, "old_string": SECRET, "new_string": "pwned"})));
+        calls.push((
+            "apply_patch",
+            json!({"patch": format!("*** Begin Patch\n*** Update File: {file}\n@@\n-{SECRET}\n+pwned\n*** End Patch\n")}),
+        ));
+        calls.push((
+            "apply_patch",
+            json!({"patch": format!("*** Begin Patch\n*** Add File: {file}.new\n+pwned\n*** End Patch\n")}),
+        ));
+    }
+    for folder in &folders {
+        calls.push(("ls", json!({"path": folder})));
+        calls.push(("glob", json!({"pattern": "*", "path": folder})));
+        calls.push(("grep", json!({"pattern": "SECRET", "path": folder})));
+        calls.push(("read_many_files", json!({"paths": [folder]})));
+        calls.push(("ast_grep", json!({"pattern": "x = $V", "path": folder, "language": "python"})));
+        calls.push((
+            "ast_edit",
+            json!({"pattern": "x = $V", "rewrite": "x = 'pwned'", "path": folder, "language": "python"}),
+        ));
+        calls.push(("write_file", json!({"path": format!("{folder}/made.txt"), "content": "pwned\n"})));
+    }
+    for pattern in patterns {
+        calls.push(("read_many_files", json!({"paths": [pattern]})));
+        calls.push(("read_many_files", json!({"paths": ["inside.txt"], "include": [pattern]})));
+        calls.push(("glob", json!({"pattern": pattern})));
+        calls.push(("grep", json!({"pattern": "SECRET", "include": pattern})));
+    }
+    calls.push(("grep", json!({"pattern": "SECRET"})));
+    calls.push(("ast_grep", json!({"pattern": "x = $V", "language": "python"})));
+
+    let replies = session(ws.path(), &calls);
+    for ((tool, args), reply) in calls.iter().zip(&replies) {
+        let text = reply.to_string();
+        assert!(!text.contains(SECRET), "{tool} {args} leaked: {text}");
+        // A new file beside a link (`leak.txt.new`) is inside, and fine;
+        // every other write by an escape form must be refused.
+        let adds_beside = args.to_string().contains(".new");
+        if ["write_file", "edit", "apply_patch", "ast_edit"].contains(tool) && !adds_beside {
+            assert_eq!(reply["ok"], false, "{tool} {args} was not refused: {text}");
+        }
+    }
+    // Outside: exactly what was there, unchanged.
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["secret.py", "secret.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(out.join("secret.txt")).unwrap(),
+        format!("{SECRET}\n")
+    );
+    // Named refusals, not vague ones.
+    let refusal = |i: usize| replies[i]["error"]["message"].as_str().unwrap_or("").to_string();
+    assert!(refusal(0).contains("outside the workspace"), "{}", refusal(0));
+    let leak = calls.iter().position(|(t, a)| *t == "read_file" && a["path"] == "leak.txt").unwrap();
+    assert!(refusal(leak).contains("`leak.txt` is a symlink"), "{}", refusal(leak));
+    let deep = calls
+        .iter()
+        .position(|(t, a)| *t == "read_file" && a["path"] == "sub/deep/abs_dir/secret.txt")
+        .unwrap();
+    assert!(refusal(deep).contains("`sub/deep/abs_dir` is a symlink"), "{}", refusal(deep));
+}
+
+#[test]
+fn links_that_stay_inside_keep_working() {
+    let (ws, _outside) = setup();
+    let calls = [
+        ("read_file", json!({"path": "abs_in.txt"})),
+        ("read_many_files", json!({"paths": ["abs_in.txt"]})),
+        ("edit", json!({"path": "abs_in.txt", "old_string": "inside", "new_string": "changed"})),
+    ];
+    let replies = session(ws.path(), &calls);
+    for ((tool, args), reply) in calls.iter().zip(&replies) {
+        assert_eq!(reply["ok"], true, "{tool} {args}: {reply}");
+    }
+    assert!(replies[0].to_string().contains("inside"));
+    // Written through the link: the target changed, the link is a link.
+    assert_eq!(std::fs::read_to_string(ws.path().join("inside.txt")).unwrap(), "changed\n");
+    assert!(ws.path().join("abs_in.txt").symlink_metadata().unwrap().is_symlink());
+}
