@@ -158,7 +158,8 @@ pub fn cut_to(text: &mut String, budget: usize, what: &str) {
         return;
     }
     let total = text.len();
-    let note = format!("\n[{what} was cut here: {total} bytes in all, over the {budget}-byte limit]");
+    let note =
+        format!("\n[{what} was cut here: {total} bytes in all, over the {budget}-byte limit]");
     let mut end = budget.saturating_sub(note.len());
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -114,7 +114,10 @@ fn reads_never_reach_outside_while_a_folder_is_swapped_for_a_link() {
     let swaps = race.stop();
     assert_eq!(outside, 0, "{outside} reads returned the outside file");
     assert!(swaps > 1000, "the race barely ran: {swaps} swaps");
-    assert!(inside > 0 && refused > 0, "inside {inside}, refused {refused}");
+    assert!(
+        inside > 0 && refused > 0,
+        "inside {inside}, refused {refused}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -190,7 +193,9 @@ fn absolute_links_are_followed_inside_and_refused_by_name_outside() {
 
     assert_eq!(workspace.read(&root.join("abs_in/lib.rs")).unwrap(), b"lib");
     assert_eq!(
-        workspace.read(&root.join("deep/a/b/up/src/lib.rs")).unwrap(),
+        workspace
+            .read(&root.join("deep/a/b/up/src/lib.rs"))
+            .unwrap(),
         b"lib"
     );
     for (path, link) in [

@@ -255,7 +255,10 @@ async fn symlinks_are_written_through_and_stay_links() {
     let target = outside.path().join("escaped.txt");
     std::os::unix::fs::symlink(&target, ws.root().join("out.txt")).unwrap();
     let refused = ws.resolve("out.txt").unwrap_err();
-    assert!(refused.to_string().contains("`out.txt` is a symlink"), "{refused}");
+    assert!(
+        refused.to_string().contains("`out.txt` is a symlink"),
+        "{refused}"
+    );
     // Named without the workspace's check, the write path refuses it too.
     let mut changes = ChangeSet::new();
     let error = changes
@@ -484,12 +487,15 @@ fn child_entry() {
 
 /// Runs the crash child at `failpoint` and checks it died of it.
 fn crash_at(failpoint: &str) -> (tempfile::TempDir, Run) {
+    crash_at_with(failpoint, &[])
+}
+
+/// [`crash_at`] with more environment for the child.
+fn crash_at_with(failpoint: &str, env: &[(&str, &str)]) -> (tempfile::TempDir, Run) {
     let (dir, run) = workspace_with(&OLD_FILES);
-    let child = spawn_child(
-        "crash",
-        run.workspace().root(),
-        &[("GANTRY_FAILPOINT", failpoint)],
-    );
+    let mut env = env.to_vec();
+    env.push(("GANTRY_FAILPOINT", failpoint));
+    let child = spawn_child("crash", run.workspace().root(), &env);
     let output = child.wait_with_output().unwrap();
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(
@@ -535,6 +541,25 @@ async fn a_crash_between_two_renames_is_finished_by_the_next_process() {
     assert_eq!(read(&run, "new/d.txt"), "new d\n");
     assert!(journals(root).is_empty());
     // Recovering again finds nothing.
+    assert!(recover(root).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_crash_is_finished_by_a_process_with_another_state_directory() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (_dir, run) = crash_at_with(
+        "after-first-rename",
+        &[("GANTRY_STATE_DIR", elsewhere.path().to_str().unwrap())],
+    );
+    let root = run.workspace().root();
+    assert_eq!(read(&run, "b.txt"), "old b\n");
+    // Not in this process's state directory: found through the beacon the
+    // crashed process left in the shared one.
+    assert!(journals(root).is_empty());
+    let report = recover(root).unwrap();
+    assert_eq!(report.completed.len(), 4, "{report}");
+    assert_eq!(files_under(root), set(&["a.txt", "b.txt", "new/d.txt"]));
+    assert_eq!(read(&run, "b.txt"), "new b\n");
     assert!(recover(root).unwrap().is_empty());
 }
 

@@ -125,7 +125,10 @@ fn list(
                         .get_ref()
                         .is_some_and(|e| e.is::<gantry_core::PathError>()) =>
                 {
-                    (Some(format!("{target} (leads outside the workspace)")), None)
+                    (
+                        Some(format!("{target} (leads outside the workspace)")),
+                        None,
+                    )
                 }
                 Err(_) => (Some(format!("{target} (broken link)")), None),
             }

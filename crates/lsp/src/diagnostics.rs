@@ -353,8 +353,8 @@ pub fn render_file(
     items: &[Diagnostic],
 ) -> String {
     let text = gantry_core::read_regular(path)
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                .unwrap_or_default();
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
     let index = LineIndex::new(&text);
     let shown = supervisor.display(path);
     let mut out = format!("{shown}{note}\n");

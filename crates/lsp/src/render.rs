@@ -37,12 +37,11 @@ impl<'a> Sources<'a> {
     /// The trimmed text of 0-based `line` of `path`, cut to a readable
     /// length.
     pub fn line(&mut self, path: &Path, line: u32) -> String {
-        let text = self
-            .cache
-            .entry(path.to_path_buf())
-            .or_insert_with(|| gantry_core::read_regular(path)
+        let text = self.cache.entry(path.to_path_buf()).or_insert_with(|| {
+            gantry_core::read_regular(path)
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                .unwrap_or_default());
+                .unwrap_or_default()
+        });
         let source = LineIndex::new(text)
             .line(line as usize)
             .unwrap_or("")

@@ -206,7 +206,10 @@ impl Workspace {
             && let Some(refusal) = error.get_ref().and_then(|e| e.downcast_ref::<PathError>())
         {
             return Err(match refusal {
-                PathError::SymlinkEscape { given: link, target } => PathError::SymlinkEscape {
+                PathError::SymlinkEscape {
+                    given: link,
+                    target,
+                } => PathError::SymlinkEscape {
                     given: link.clone(),
                     target: target.clone(),
                 },
@@ -223,7 +226,7 @@ impl Workspace {
     /// in `/` is refused instead of quietly naming the file without it.
     pub fn resolve_file(&self, given: &str) -> Result<PathBuf, PathError> {
         let trimmed = given.trim();
-        if trimmed.ends_with('/') && trimmed.trim_end_matches('/') != "" {
+        if trimmed.ends_with('/') && !trimmed.trim_end_matches('/').is_empty() {
             return Err(PathError::NamesFolder {
                 given: given.to_string(),
             });
@@ -334,20 +337,30 @@ impl Workspace {
     pub(crate) fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let (from_dir, from_name) = self.parent_of(from)?;
         let (to_dir, to_name) = self.parent_of(to)?;
-        Ok(rustix::fs::renameat(&from_dir, &from_name, &to_dir, &to_name)?)
+        Ok(rustix::fs::renameat(
+            &from_dir, &from_name, &to_dir, &to_name,
+        )?)
     }
 
     /// Removes the file or link at `path` (a link itself, never its
     /// target).
     pub(crate) fn remove_file(&self, path: &Path) -> io::Result<()> {
         let (dir, name) = self.parent_of(path)?;
-        Ok(rustix::fs::unlinkat(&dir, &name, rustix::fs::AtFlags::empty())?)
+        Ok(rustix::fs::unlinkat(
+            &dir,
+            &name,
+            rustix::fs::AtFlags::empty(),
+        )?)
     }
 
     /// Removes the empty directory at `path`.
     pub(crate) fn remove_dir(&self, path: &Path) -> io::Result<()> {
         let (dir, name) = self.parent_of(path)?;
-        Ok(rustix::fs::unlinkat(&dir, &name, rustix::fs::AtFlags::REMOVEDIR)?)
+        Ok(rustix::fs::unlinkat(
+            &dir,
+            &name,
+            rustix::fs::AtFlags::REMOVEDIR,
+        )?)
     }
 
     /// Makes the entries of the directory at `path` durable.

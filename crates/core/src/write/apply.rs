@@ -136,6 +136,7 @@ pub(crate) fn apply(workspace: &Workspace, changes: Vec<Change>) -> Result<Outco
         roll_back_held(&plan, &held);
         plan.roll_back(workspace);
         let _ = pending.discard();
+        state.settle();
         return Err(error);
     }
     failpoint.hit(Failpoint::BeforeCommit);
@@ -166,6 +167,7 @@ pub(crate) fn apply(workspace: &Workspace, changes: Vec<Change>) -> Result<Outco
     committed
         .remove()
         .map_err(|e| after_commit(root, "remove the journal of", e))?;
+    state.settle();
 
     Ok(Outcome {
         changes: changes
@@ -206,7 +208,11 @@ fn check(workspace: &Workspace, changes: &[Change]) -> Result<Vec<String>, Write
                 "note: {} had {links} hard links; this write replaced the workspace's link, and \
                  the other {} the old content",
                 workspace.display(source),
-                if links == 2 { "link keeps" } else { "links keep" }
+                if links == 2 {
+                    "link keeps"
+                } else {
+                    "links keep"
+                }
             ));
         }
         if matches!(change.kind(), ChangeKind::Renamed { .. })
@@ -322,7 +328,6 @@ fn keep_owner(file: &File, metadata: &std::fs::Metadata) {
         let _ = std::os::unix::fs::fchown(file, Some(metadata.uid()), Some(metadata.gid()));
     }
 }
-
 
 /// The directories above a new file that do not exist yet, innermost
 /// first.

@@ -359,10 +359,7 @@ pub(crate) fn current(workspace: &Workspace, path: &Path) -> Result<Option<Curre
 /// workspace's handle and never blocking (a FIFO, socket or device is
 /// refused, not waited on), with the write path's own errors. What a
 /// writing tool plans against.
-pub fn read_current(
-    workspace: &Workspace,
-    path: &Path,
-) -> Result<Option<Vec<u8>>, WriteError> {
+pub fn read_current(workspace: &Workspace, path: &Path) -> Result<Option<Vec<u8>>, WriteError> {
     Ok(current(workspace, path)?.map(|c| c.bytes))
 }
 

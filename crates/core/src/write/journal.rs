@@ -13,6 +13,7 @@
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -41,39 +42,121 @@ pub(crate) fn unique_id() -> String {
     )
 }
 
-/// Where Gantry keeps the lock and journals of `root`: one directory per
-/// root under the state directory, named by a hash of the canonical root.
-pub(crate) fn root_state_dir(root: &Path) -> PathBuf {
+/// The name of `root`'s directory under a state directory's `roots`: a
+/// hash of the canonical root.
+fn root_key(root: &Path) -> String {
     let key = ContentHash::of(root.as_os_str().as_encoded_bytes()).to_string();
-    state_dir().join("roots").join(&key[..32])
+    key[..32].to_string()
 }
 
-/// The root's state directory, created on first use.
+/// The state directory every Gantry process of this user shares, whatever
+/// `GANTRY_STATE_DIR` says: where a process with a state directory of its
+/// own leaves word of its journals, so that any process on the root finds
+/// and recovers them.
+fn shared_state_dir() -> PathBuf {
+    dirs::state_dir()
+        .or_else(dirs::cache_dir)
+        .map(|dir| dir.join("gantry"))
+        .unwrap_or_else(|| std::env::temp_dir().join("gantry-state"))
+}
+
+/// The root's state directory: its journals, and the word it leaves in the
+/// shared state directory while it may hold any.
 pub(crate) struct RootState {
     dir: PathBuf,
+    /// The root's directory in the shared state directory, where the
+    /// beacons of every other state directory are found.
+    shared: PathBuf,
+    /// This state directory's beacon in `shared/elsewhere` (a file naming
+    /// `dir`), present while a journal of ours may exist; `None` when ours
+    /// is the shared state directory.
+    beacon: Option<PathBuf>,
 }
 
 impl RootState {
+    fn of(root: &Path) -> Self {
+        let key = root_key(root);
+        let dir = state_dir().join("roots").join(&key);
+        let shared = shared_state_dir().join("roots").join(&key);
+        let beacon = (shared != dir).then(|| {
+            shared
+                .join("elsewhere")
+                .join(root_key(dir.as_os_str().as_ref()))
+        });
+        RootState {
+            dir,
+            shared,
+            beacon,
+        }
+    }
+
     /// Opens (creating) the state directory of `root`.
     pub(crate) fn create(root: &Path) -> io::Result<Self> {
-        let dir = root_state_dir(root);
-        fs::create_dir_all(&dir)?;
-        let note = dir.join("root");
+        let state = RootState::of(root);
+        fs::create_dir_all(&state.dir)?;
+        let note = state.dir.join("root");
         if !note.exists() {
             // For people looking at the state directory: which root is this.
             fs::write(&note, root.as_os_str().as_encoded_bytes())?;
         }
-        Ok(RootState { dir })
+        Ok(state)
     }
 
-    /// Opens the state directory of `root` only if some process made it.
+    /// The state of `root` only if some process (with this or another
+    /// state directory) may have left a journal for it.
     pub(crate) fn existing(root: &Path) -> Option<Self> {
-        let dir = root_state_dir(root);
-        dir.is_dir().then_some(RootState { dir })
+        let state = RootState::of(root);
+        (state.dir.is_dir() || state.shared.join("elsewhere").is_dir()).then_some(state)
+    }
+
+    /// Every directory that may hold journals of this root: ours, the
+    /// shared one, and each one a beacon names.
+    fn journal_dirs(&self) -> Vec<(PathBuf, Option<PathBuf>)> {
+        let mut dirs = vec![(self.dir.clone(), self.beacon.clone())];
+        if self.shared != self.dir {
+            dirs.push((self.shared.clone(), None));
+        }
+        if let Ok(entries) = fs::read_dir(self.shared.join("elsewhere")) {
+            for beacon in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+                if let Ok(named) = fs::read(&beacon) {
+                    let dir = PathBuf::from(std::ffi::OsStr::from_bytes(&named));
+                    if !dirs.iter().any(|(known, _)| *known == dir) {
+                        dirs.push((dir, Some(beacon)));
+                    }
+                }
+            }
+        }
+        dirs
+    }
+
+    /// Leaves word of our journals in the shared state directory before
+    /// the first one is written, durably.
+    fn light_beacon(&self) -> io::Result<()> {
+        let Some(beacon) = &self.beacon else {
+            return Ok(());
+        };
+        if beacon.exists() {
+            return Ok(());
+        }
+        let parent = beacon.parent().expect("a beacon lives in a folder");
+        fs::create_dir_all(parent)?;
+        let mut file = File::create(beacon)?;
+        file.write_all(self.dir.as_os_str().as_bytes())?;
+        file.sync_all()?;
+        sync_dir(parent)
+    }
+
+    /// Removes our beacon once no journal of ours is left (the caller
+    /// holds the root's lock, so no other apply of ours is under way).
+    pub(crate) fn settle(&self) {
+        if let Some(beacon) = &self.beacon {
+            put_out(&self.dir, beacon);
+        }
     }
 
     /// Writes `journal` as pending, durably, before any temp file exists.
     pub(crate) fn write_pending(&self, id: &str, journal: &Journal) -> io::Result<PendingJournal> {
+        self.light_beacon()?;
         let path = self.dir.join(format!("{id}.{PENDING}"));
         let mut file = OpenOptions::new()
             .write(true)
@@ -93,45 +176,76 @@ impl RootState {
     /// lock ([`Workspace::lock`]).
     pub(crate) fn recover_locked(&self, workspace: &Workspace) -> io::Result<RecoveryReport> {
         let mut report = RecoveryReport::default();
-        let mut journals: Vec<PathBuf> = fs::read_dir(&self.dir)?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|path| {
-                matches!(
-                    path.extension().and_then(|e| e.to_str()),
-                    Some(PENDING | COMMITTED)
-                )
-            })
-            .collect();
-        journals.sort();
-        for path in journals {
-            let committed = path.extension().is_some_and(|e| e == COMMITTED);
-            let journal = fs::read(&path)
-                .ok()
-                .and_then(|bytes| serde_json::from_slice::<Journal>(&bytes).ok());
-            match (journal, committed) {
-                (Some(journal), true) => {
-                    journal.finish(&journal.workspace(workspace))?;
-                    report.completed.extend(journal.paths());
-                }
-                (Some(journal), false) => {
-                    report
-                        .rolled_back
-                        .extend(journal.roll_back(&journal.workspace(workspace)));
-                }
-                // A pending journal cut short by the crash: no temp file was
-                // made before it was durable, so there is nothing to undo.
-                (None, false) => {}
-                (None, true) => {
-                    let aside = path.with_extension("unreadable");
-                    fs::rename(&path, &aside)?;
-                    report.unreadable.push(aside);
-                    continue;
-                }
+        for (dir, beacon) in self.journal_dirs() {
+            recover_dir(&dir, workspace, &mut report)?;
+            if let Some(beacon) = beacon {
+                put_out(&dir, &beacon);
             }
-            fs::remove_file(&path)?;
         }
         Ok(report)
     }
+}
+
+/// Removes `beacon` when `dir` holds no journal any more, and the shared
+/// folders it leaves empty.
+fn put_out(dir: &Path, beacon: &Path) {
+    if journals_in(dir).is_empty() && fs::remove_file(beacon).is_ok() {
+        let elsewhere = beacon.parent().expect("a beacon lives in a folder");
+        if fs::remove_dir(elsewhere).is_ok() {
+            let _ = elsewhere.parent().map(fs::remove_dir);
+        }
+    }
+}
+
+/// The journals in `dir`, pending or committed, in name order.
+fn journals_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut journals: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some(PENDING | COMMITTED)
+            )
+        })
+        .collect();
+    journals.sort();
+    journals
+}
+
+/// Finishes the committed journals in `dir` and rolls back the pending
+/// ones.
+fn recover_dir(dir: &Path, workspace: &Workspace, report: &mut RecoveryReport) -> io::Result<()> {
+    for path in journals_in(dir) {
+        let committed = path.extension().is_some_and(|e| e == COMMITTED);
+        let journal = fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Journal>(&bytes).ok());
+        match (journal, committed) {
+            (Some(journal), true) => {
+                journal.finish(&journal.workspace(workspace))?;
+                report.completed.extend(journal.paths());
+            }
+            (Some(journal), false) => {
+                report
+                    .rolled_back
+                    .extend(journal.roll_back(&journal.workspace(workspace)));
+            }
+            // A pending journal cut short by the crash: no temp file was
+            // made before it was durable, so there is nothing to undo.
+            (None, false) => {}
+            (None, true) => {
+                let aside = path.with_extension("unreadable");
+                fs::rename(&path, &aside)?;
+                report.unreadable.push(aside);
+                continue;
+            }
+        }
+        fs::remove_file(&path)?;
+    }
+    Ok(())
 }
 
 /// A journal written as pending, to be committed or rolled back.

@@ -117,7 +117,12 @@ pub enum WriteError {
 }
 
 impl WriteError {
-    pub(crate) fn io(workspace: &Workspace, path: &Path, action: &'static str, source: io::Error) -> Self {
+    pub(crate) fn io(
+        workspace: &Workspace,
+        path: &Path,
+        action: &'static str,
+        source: io::Error,
+    ) -> Self {
         WriteError::Io {
             path: workspace.display(path),
             action,
@@ -130,7 +135,12 @@ impl WriteError {
     /// as outside (a link leading out) is [`WriteError::Outside`], a FIFO
     /// or device is a [`WriteError::Plan`] refusal, anything else
     /// [`WriteError::Io`].
-    pub(crate) fn from_io(workspace: &Workspace, path: &Path, action: &'static str, source: io::Error) -> Self {
+    pub(crate) fn from_io(
+        workspace: &Workspace,
+        path: &Path,
+        action: &'static str,
+        source: io::Error,
+    ) -> Self {
         if let Some(refusal) = source.get_ref().and_then(|e| e.downcast_ref::<PathError>()) {
             return WriteError::Outside(refusal.to_string());
         }
