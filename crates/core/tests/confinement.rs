@@ -221,7 +221,7 @@ async fn fifos_are_refused_at_once_by_reads_plans_and_applies() {
     let run = Run::builder(Workspace::new(&root).unwrap()).build();
     rustix::fs::mknodat(
         CWD,
-        &root.join("pipe"),
+        root.join("pipe"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o644),
         0,
@@ -248,7 +248,7 @@ async fn fifos_are_refused_at_once_by_reads_plans_and_applies() {
     std::fs::remove_file(root.join("f.txt")).unwrap();
     rustix::fs::mknodat(
         CWD,
-        &root.join("f.txt"),
+        root.join("f.txt"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o644),
         0,
