@@ -129,3 +129,70 @@ def http_server(workspace: Path):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+class RawStdio:
+    """`gantry mcp` spoken to line by line, as raw JSON-RPC: for what an SDK
+    client will not send (a client's own extra parameters, malformed or
+    oversized messages). Every read is bounded."""
+
+    def __init__(self, workspace: Path, *args: str):
+        import json
+        import queue
+        import threading
+
+        self._json = json
+        self.proc = subprocess.Popen(
+            [gantry_bin(), "mcp", "--root", str(workspace), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env_for(workspace.parent),
+        )
+        self._lines: queue.Queue = queue.Queue()
+
+        def pump():
+            for line in self.proc.stdout:
+                self._lines.put(line)
+            self._lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def send_bytes(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: dict) -> None:
+        self.send_bytes(self._json.dumps(message).encode() + b"\n")
+
+    def receive(self, timeout: float = 10) -> dict:
+        line = self._lines.get(timeout=timeout)
+        assert line is not None, "the server closed its output"
+        return self._json.loads(line)
+
+    def request(self, id, method: str, params=None) -> dict:
+        message = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        while True:
+            reply = self.receive()
+            if reply.get("id") == id:
+                return reply
+
+    def initialize(self, client: str = "gemini-cli-mcp-client", version: str = "2025-06-18") -> dict:
+        reply = self.request(0, "initialize", {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "0.61.0"},
+        })
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()

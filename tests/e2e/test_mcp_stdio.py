@@ -276,3 +276,31 @@ async def test_long_commands_report_progress(workspace: Path):
     assert len(updates) >= 2, updates
     assert all("running for" in message for _, message in updates)
     assert [p for p, _ in updates] == sorted(p for p, _ in updates), "progress only grows"
+
+
+async def test_a_gemini_shaped_call_with_its_own_parameter_works(workspace: Path):
+    # Recorded from Gemini CLI 0.61: it adds `wait_for_previous` to every
+    # tool's schema and forwards what the model sets.
+    from conftest import RawStdio
+
+    raw = RawStdio(workspace)
+    try:
+        raw.initialize()
+        reply = raw.request(2, "tools/call", {
+            "name": "read_file",
+            "arguments": {"path": "notes.txt", "limit": 2, "wait_for_previous": True},
+        })
+        result = reply["result"]
+        assert result.get("isError") is not True, reply
+        text = "\n".join(c["text"] for c in result["content"] if c["type"] == "text")
+        assert "line 1" in text and "line 2" in text
+        assert text.rstrip().endswith("[ignored: `wait_for_previous` is not a parameter of `read_file`]")
+        # A slip of a real name is still an error that says so.
+        reply = raw.request(3, "tools/call", {
+            "name": "read_file",
+            "arguments": {"path": "notes.txt", "limt": 2},
+        })
+        assert reply["result"]["isError"] is True
+        assert "limt: unknown parameter (did you mean `limit`?)" in reply["result"]["content"][0]["text"]
+    finally:
+        raw.close()

@@ -145,8 +145,8 @@ impl Run {
             return Err(fail(
                 CallErrorKind::AboveCap,
                 format!(
-                    "tool `{name}` is a {} tool and this surface is limited to {} tools{}; it cannot be called here",
-                    spec.tier,
+                    "tool `{name}` is {} tool and this surface is limited to {} tools{}; it cannot be called here",
+                    spec.tier.with_article(),
                     surface.cap,
                     if surface.approval == crate::tier::ApprovalMode::Plan {
                         " (plan mode)"
@@ -164,7 +164,7 @@ impl Run {
                 format!("invalid parameters for `{name}`: {message}"),
             )
         };
-        let args = entry.schema.check(args).map_err(invalid)?;
+        let crate::schema::Checked { args, ignored } = entry.schema.check(args).map_err(invalid)?;
         entry.tool.validate(&args, self).map_err(invalid)?;
 
         let human = options.human.clone().or_else(|| self.inner.human.clone());
@@ -245,7 +245,16 @@ impl Run {
             _ = cancel.cancelled() => Err(ToolError::Cancelled),
             outcome = work => outcome,
         };
-        outcome.map_err(|e| tool_error(name, e))
+        let mut result = outcome.map_err(|e| tool_error(name, e))?;
+        if !ignored.is_empty() {
+            let names: Vec<String> = ignored.iter().map(|n| format!("`{n}`")).collect();
+            result.append_text(&format!(
+                "[ignored: {} {} not a parameter of `{name}`]",
+                names.join(", "),
+                if names.len() == 1 { "is" } else { "are" }
+            ));
+        }
+        Ok(result)
     }
 }
 

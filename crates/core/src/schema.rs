@@ -22,13 +22,125 @@ pub fn schema_for<T: JsonSchema>() -> Value {
         object.remove("$schema");
         object.remove("title");
         object.remove("$defs");
+        // The params struct's own doc ("Parameters of `ReadFile`") says
+        // nothing the tool's description does not.
+        object.remove("description");
     }
     simplify(&mut schema);
     schema
 }
 
-/// Turns `"type": ["integer", "null"]` into `"type": "integer"` and drops
-/// `null` from `anyOf`, everywhere in the schema.
+/// The `format`s JSON Schema 2020-12 defines; schemars adds others
+/// (`uint64`, `int32`, `double`) that strict validators warn about on
+/// every call. Ranges are said with `minimum` / `maximum` instead.
+const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Rustdoc's link syntax (`` [`Name`] ``, `` [`Name`](path) ``, `[text](path)`
+/// to an item) turned into plain code spans and text, for descriptions a
+/// model reads.
+fn unrustdoc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(']') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        let inner = &after[..close];
+        let tail = &after[close + 1..];
+        // `[inner](target)`: drop the target when it is an item path, keep
+        // real URLs.
+        let (tail, url) = match tail.strip_prefix('(').and_then(|t| Some((t, t.find(')')?))) {
+            Some((t, end)) if !t[..end].contains("://") => (&t[end + 1..], None),
+            Some((t, end)) => (&t[end + 1..], Some(&t[..end])),
+            None => (tail, None),
+        };
+        match url {
+            Some(url) => out.push_str(&format!("{inner} ({url})")),
+            None => out.push_str(inner),
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A `oneOf` whose branches are all constants (how schemars writes a
+/// fieldless enum with documented variants) as the `type` + `enum` that
+/// every client reads, the variants' docs folded into the description.
+fn constants_as_enum(object: &mut Map<String, Value>) {
+    let Some(Value::Array(branches)) = object.get("oneOf") else {
+        return;
+    };
+    let Some(values) = branches
+        .iter()
+        .map(|branch| branch.get("const").cloned())
+        .collect::<Option<Vec<Value>>>()
+    else {
+        return;
+    };
+    let notes: Vec<String> = branches
+        .iter()
+        .filter_map(|branch| {
+            let value = branch.get("const")?.as_str()?;
+            let doc = branch.get("description")?.as_str()?;
+            Some(format!("`{value}`: {}", doc.trim_end_matches('.')))
+        })
+        .collect();
+    object.remove("oneOf");
+    if let Some(kind) = json_type(&values) {
+        object.insert("type".into(), Value::String(kind.into()));
+    }
+    object.insert("enum".into(), Value::Array(values));
+    if !notes.is_empty() {
+        let mut description = object
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|d| format!("{} ", d.trim_end()))
+            .unwrap_or_default();
+        description.push_str(&format!("{}.", notes.join("; ")));
+        object.insert("description".into(), Value::String(description));
+    }
+}
+
+/// The one JSON type of `values`, if they share one.
+fn json_type(values: &[Value]) -> Option<&'static str> {
+    let kind = |v: &Value| match v {
+        Value::String(_) => "string",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        _ => "null",
+    };
+    let first = kind(values.first()?);
+    values.iter().all(|v| kind(v) == first).then_some(first)
+}
+
+/// Turns `"type": ["integer", "null"]` into `"type": "integer"`, drops
+/// `null` from `anyOf`, non-standard `format`s and rustdoc link syntax,
+/// and writes constant choices as `enum`, everywhere in the schema.
 fn simplify(schema: &mut Value) {
     match schema {
         Value::Object(object) => {
@@ -56,6 +168,17 @@ fn simplify(schema: &mut Value) {
             }
             if object.get("default").is_some_and(Value::is_null) {
                 object.remove("default");
+            }
+            if object
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|format| !STANDARD_FORMATS.contains(&format))
+            {
+                object.remove("format");
+            }
+            constants_as_enum(object);
+            if let Some(Value::String(description)) = object.get_mut("description") {
+                *description = unrustdoc(description);
             }
             object.values_mut().for_each(simplify);
         }
@@ -91,14 +214,24 @@ impl ParamSchema {
         &self.schema
     }
 
-    /// Normalises `args` (absent → `{}`, top-level `null` values dropped)
+    /// Normalises `args` (absent → `{}`, top-level `null` values dropped,
+    /// unknown parameters that are no near miss of a real one set aside)
     /// and checks it; the error names each bad parameter and what was
     /// expected.
-    pub fn check(&self, args: Value) -> Result<Value, String> {
+    ///
+    /// Clients add parameters of their own to every tool (Gemini CLI's
+    /// `wait_for_previous`) and forward what the model sets, so a name
+    /// that resembles no parameter is ignored and reported in
+    /// [`Checked::ignored`]; one within two edits of a real name, or one
+    /// that a real name begins (or that begins a real name), is a typo
+    /// the model should hear about, and stays an error with "did you mean".
+    pub fn check(&self, args: Value) -> Result<Checked, String> {
+        let mut ignored = Vec::new();
         let args = match args {
             Value::Null => Value::Object(Map::new()),
             Value::Object(mut object) => {
                 object.retain(|_, value| !value.is_null());
+                ignored = self.set_aside_unknown(&mut object);
                 Value::Object(object)
             }
             other => {
@@ -124,12 +257,32 @@ impl ParamSchema {
             }
         }
         if messages.is_empty() {
-            Ok(args)
+            Ok(Checked { args, ignored })
         } else {
             Err(messages.join("; "))
         }
     }
 
+    /// Removes the top-level parameters the schema does not know and that
+    /// are no near miss of one it does; returns their names, sorted.
+    fn set_aside_unknown(&self, object: &mut Map<String, Value>) -> Vec<String> {
+        if self.schema.get("additionalProperties") != Some(&Value::Bool(false)) {
+            return Vec::new();
+        }
+        let Some(known) = self.schema.get("properties").and_then(Value::as_object) else {
+            return Vec::new();
+        };
+        let unknown: Vec<String> = object
+            .keys()
+            .filter(|name| !known.contains_key(*name))
+            .filter(|name| !known.keys().any(|real| near_miss(name, real)))
+            .cloned()
+            .collect();
+        for name in &unknown {
+            object.remove(name);
+        }
+        unknown
+    }
     fn explain(&self, path: &[String], kind: &ValidationErrorKind, instance: &Value) -> String {
         let here = subschema(&self.schema, path);
         let prefix = if path.is_empty() {
@@ -177,6 +330,29 @@ impl ParamSchema {
         }
     }
 }
+
+
+/// Arguments that passed a schema check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The normalised arguments the tool gets.
+    pub args: Value,
+    /// Unknown parameters that were ignored, to be named in the result.
+    pub ignored: Vec<String>,
+}
+
+/// Whether `given` looks like a slip for the real parameter `real`: within
+/// two edits of it, one a prefix of the other (`expected` for
+/// `expected_replacements`, `path_name` for `path`), or the real name as
+/// the last word of it (`file_path` for `path`).
+fn near_miss(given: &str, real: &str) -> bool {
+    let (given, real) = (given.to_lowercase(), real.to_lowercase());
+    strsim::levenshtein(&given, &real) <= 2
+        || (real.len() >= 3 && given.starts_with(&real))
+        || (given.len() >= 3 && real.starts_with(&given))
+        || given.ends_with(&format!("_{real}"))
+}
+
 
 /// The schema that governs the value at `path`, following `properties` and
 /// `items`.
@@ -332,6 +508,60 @@ mod tests {
     }
 
     #[test]
+    fn parameters_a_client_adds_are_ignored_and_near_misses_are_not() {
+        // Gemini CLI adds `wait_for_previous` to every tool and forwards it.
+        let ok = compiled()
+            .check(json!({"path": "a", "wait_for_previous": true}))
+            .unwrap();
+        assert_eq!(ok.args, json!({"path": "a"}));
+        assert_eq!(ok.ignored, ["wait_for_previous"]);
+        for slip in ["pth", "offst", "ignores", "offset_lines", "file_path"] {
+            let err = compiled().check(json!({"path": "a", slip: 1})).unwrap_err();
+            assert!(err.contains("did you mean"), "{slip}: {err}");
+        }
+    }
+
+    #[test]
+    fn schemas_use_standard_formats_enums_and_plain_descriptions() {
+        /// A choice.
+        #[derive(serde::Deserialize, JsonSchema)]
+        #[serde(rename_all = "lowercase")]
+        #[allow(dead_code)]
+        enum Action {
+            /// Goes left.
+            Left,
+            /// Goes right.
+            Right,
+        }
+        /// Parameters of [`Strict`].
+        #[derive(serde::Deserialize, JsonSchema)]
+        #[allow(dead_code)]
+        struct Strict {
+            /// How many; see [`Action`] and [the docs](https://example.com).
+            count: u64,
+            /// Which way.
+            action: Action,
+        }
+        let schema = schema_for::<Strict>();
+        assert!(schema.get("description").is_none(), "{schema}");
+        let count = &schema["properties"]["count"];
+        assert!(count.get("format").is_none(), "{count}");
+        assert_eq!(count["minimum"], 0);
+        assert_eq!(
+            count["description"],
+            "How many; see `Action` and the docs (https://example.com)."
+        );
+        let action = &schema["properties"]["action"];
+        assert_eq!(action["type"], "string");
+        assert_eq!(action["enum"], json!(["left", "right"]));
+        assert_eq!(
+            action["description"],
+            "Which way. `left`: Goes left; `right`: Goes right."
+        );
+        jsonschema::draft202012::meta::validate(&schema).unwrap();
+    }
+
+    #[test]
     fn enums_arrays_and_nulls() {
         let schema = compiled();
         let err = schema
@@ -346,7 +576,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(err, "ignore.0: expected string, got 1");
         let ok = schema.check(json!({"path": "a", "offset": null})).unwrap();
-        assert_eq!(ok, json!({"path": "a"}));
+        assert_eq!(ok.args, json!({"path": "a"}));
         let err = schema.check(json!(["a"])).unwrap_err();
         assert!(err.starts_with("arguments: expected an object"), "{err}");
     }

@@ -33,6 +33,15 @@ impl Tier {
             Tier::Exec => "exec",
         }
     }
+
+    /// The name with its article, for sentences: "a read", "an exec".
+    pub fn with_article(self) -> &'static str {
+        match self {
+            Tier::Read => "a read",
+            Tier::Write => "a write",
+            Tier::Exec => "an exec",
+        }
+    }
 }
 
 impl fmt::Display for Tier {
