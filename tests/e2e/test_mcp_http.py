@@ -145,3 +145,21 @@ async def test_stateless_requests_share_one_run(workspace: Path, http_server):
     proc.terminate()
     with anyio.fail_after(20):
         await process_exited(pid)
+
+
+async def test_malformed_bodies_get_json_rpc_errors(workspace: Path, http_server):
+    _, url = http_server()
+    cases = [
+        (b"{not json", None, -32700),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', None, -32600),
+        (b'{"jsonrpc":"2.0","id":2}', 2, -32600),
+        (b'{"jsonrpc":"2.0","id":3,"method":"initialize"}', 3, -32602),
+        (b'{"jsonrpc":"2.0","id":4,"method":"tools/call",' + b'"params":' + b"[" * 300 + b"]" * 300 + b"}", 4, -32700),
+    ]
+    async with httpx2.AsyncClient() as client:
+        for body, id, code in cases:
+            response = await client.post(url, content=body, headers=HEADERS)
+            assert response.status_code == 400, (body[:60], response.status_code, response.text)
+            assert response.headers["content-type"].startswith("application/json")
+            reply = response.json()
+            assert reply["id"] == id and reply["error"]["code"] == code, (body[:60], reply)

@@ -65,8 +65,10 @@ async def test_bad_parameters_and_paths_are_tool_errors(workspace: Path):
         assert 'offset: expected integer >= 1, got "abc"' in text_of(bad)
         outside = await session.call_tool("read_file", {"path": "../secret"})
         assert outside.is_error and "outside the workspace" in text_of(outside)
-        unknown = await session.call_tool("readfile", {"path": "x"})
-        assert unknown.is_error and "Did you mean `read_file`?" in text_of(unknown)
+        # An unknown tool is a protocol error (-32602), not a tool failure.
+        with pytest.raises(mcp.MCPError) as unknown:
+            await session.call_tool("readfile", {"path": "x"})
+        assert "Did you mean `read_file`?" in str(unknown.value)
 
 
 async def test_hidden_tool_called_by_name_is_refused(workspace: Path):
@@ -302,5 +304,53 @@ async def test_a_gemini_shaped_call_with_its_own_parameter_works(workspace: Path
         })
         assert reply["result"]["isError"] is True
         assert "limt: unknown parameter (did you mean `limit`?)" in reply["result"]["content"][0]["text"]
+    finally:
+        raw.close()
+
+
+async def test_every_broken_message_gets_a_json_rpc_error_and_serving_goes_on(workspace: Path):
+    from conftest import RawStdio
+
+    raw = RawStdio(workspace)
+    try:
+        raw.initialize("probe", "2025-11-25")
+        # Over the 16 MiB limit: answered with its id, not dropped.
+        big = b'{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"' + b"a" * (17 * 1024 * 1024) + b'"}}}\n'
+        raw.send_bytes(big)
+        reply = raw.receive()
+        assert reply["id"] == 41 and reply["error"]["code"] == -32600, reply
+        assert "limit" in reply["error"]["message"]
+        # Nested deeper than any parser takes: a parse error with its id.
+        deep = '{"jsonrpc":"2.0","id":42,"method":"tools/call","params":' + "[" * 300 + "]" * 300 + "}\n"
+        raw.send_bytes(deep.encode())
+        reply = raw.receive()
+        assert reply["id"] == 42 and reply["error"]["code"] == -32700, reply
+        # Not JSON at all: a parse error for id null.
+        raw.send_bytes(b"{oops\n")
+        reply = raw.receive()
+        assert reply["id"] is None and reply["error"]["code"] == -32700, reply
+        # A batch, and a message without a method: invalid requests.
+        raw.send_bytes(b'[{"jsonrpc":"2.0","id":43,"method":"ping"}]\n')
+        assert raw.receive()["error"]["code"] == -32600
+        raw.send({"jsonrpc": "2.0", "id": 44})
+        reply = raw.receive()
+        assert reply["id"] == 44 and reply["error"]["code"] == -32600, reply
+        # tools/call with params missing, null, or arguments not an object.
+        for i, params in enumerate([None, "null", {"name": "read_file", "arguments": "x"}]):
+            message = {"jsonrpc": "2.0", "id": 50 + i, "method": "tools/call"}
+            if params == "null":
+                message["params"] = None
+            elif params is not None:
+                message["params"] = params
+            raw.send(message)
+            reply = raw.receive()
+            assert reply["id"] == 50 + i and reply["error"]["code"] == -32602, reply
+        # An unknown tool is a protocol error that suggests the right name.
+        reply = raw.request(60, "tools/call", {"name": "readfile", "arguments": {}})
+        assert reply["error"]["code"] == -32602, reply
+        assert "Did you mean `read_file`?" in reply["error"]["message"]
+        # And the server still serves.
+        reply = raw.request(61, "tools/call", {"name": "read_file", "arguments": {"path": "README.md"}})
+        assert "A small workspace." in reply["result"]["content"][0]["text"]
     finally:
         raw.close()

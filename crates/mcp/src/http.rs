@@ -19,6 +19,7 @@ use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::{GantryServer, RunFactory, Shared};
+use crate::stdio::{INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERROR, recover_id};
 
 /// How the HTTP front end is exposed.
 #[derive(Debug, Clone)]
@@ -78,6 +79,7 @@ pub async fn serve_http(
     let token = options.token.clone().map(Arc::new);
     let app = axum::Router::new()
         .nest_service("/mcp", service)
+        .layer(middleware::from_fn(check_message))
         .layer(middleware::from_fn(move |request: Request, next: Next| {
             let token = token.clone();
             async move { check_bearer(token.as_deref().map(String::as_str), request, next).await }
@@ -95,6 +97,93 @@ pub async fn serve_http(
         run.shutdown().await;
     }
     Ok(())
+}
+
+/// Answers a POST whose body is not a message rmcp would take with the
+/// JSON-RPC error it deserves (rmcp itself answers `415` in plain text, or
+/// asks an `initialize` without params for a session id): `400` with
+/// `-32700` for a body that is not JSON, `-32600` for a batch or a message
+/// of the wrong shape, `-32602` for an `initialize` without params. A
+/// body over the size limit is `413` with `-32600`.
+async fn check_message(request: Request, next: Next) -> Response {
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                serde_json::Value::Null,
+                INVALID_REQUEST,
+                format!(
+                    "message over the {} MiB limit",
+                    MAX_MESSAGE_BYTES / (1024 * 1024)
+                ),
+            );
+        }
+    };
+    let refusal = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Err(error) => Some((
+            recover_id(&bytes),
+            PARSE_ERROR,
+            format!("parse error: {error}"),
+        )),
+        Ok(serde_json::Value::Array(_)) => Some((
+            serde_json::Value::Null,
+            INVALID_REQUEST,
+            "batches are not supported: send one JSON-RPC message per request".to_string(),
+        )),
+        Ok(serde_json::Value::Object(message)) => {
+            let id = message.get("id").cloned().unwrap_or_default();
+            match message.get("method") {
+                Some(serde_json::Value::String(method))
+                    if method == "initialize"
+                        && !message.get("params").is_some_and(|p| p.is_object()) =>
+                {
+                    Some((
+                        id,
+                        INVALID_PARAMS,
+                        "invalid params for `initialize`: expected an object with \
+                         `protocolVersion`, `capabilities` and `clientInfo`"
+                            .to_string(),
+                    ))
+                }
+                Some(serde_json::Value::String(_)) => None,
+                _ if message.contains_key("result") || message.contains_key("error") => None,
+                _ => Some((
+                    id,
+                    INVALID_REQUEST,
+                    "invalid request: a request needs a string `method`".to_string(),
+                )),
+            }
+        }
+        Ok(_) => Some((
+            serde_json::Value::Null,
+            INVALID_REQUEST,
+            "a JSON-RPC message must be a JSON object".to_string(),
+        )),
+    };
+    match refusal {
+        Some((id, code, message)) => rpc_error(StatusCode::BAD_REQUEST, id, code, message),
+        None => next.run(Request::from_parts(parts, bytes.into())).await,
+    }
+}
+
+/// A JSON-RPC error as an HTTP response.
+fn rpc_error(status: StatusCode, id: serde_json::Value, code: i64, message: String) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": code, "message": message},
+    });
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 async fn check_bearer(token: Option<&str>, request: Request, next: Next) -> Response {

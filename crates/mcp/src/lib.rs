@@ -16,6 +16,7 @@
 mod http;
 mod human;
 mod server;
+mod stdio;
 
 use std::sync::Arc;
 
@@ -32,7 +33,10 @@ pub async fn serve_stdio(factory: RunFactory, instructions: String) -> anyhow::R
     let shared = Arc::new(server::Shared::new(factory, instructions));
     let server = GantryServer::new(shared);
     let run = server.run_cell();
-    let service = server.serve(stdio_pipes()).await?;
+    let (input, output) = stdio_pipes();
+    let service = server
+        .serve(stdio::StdioTransport::new(input, output))
+        .await?;
     let reason = service.waiting().await;
     tracing::info!(?reason, "MCP session ended");
     if let Some(run) = run.get() {

@@ -9,9 +9,9 @@ use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
-    Implementation, InitializeRequestParams, InitializeResult, InputRequiredResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CustomRequest, CustomResult, Implementation, InitializeRequestParams, InitializeResult,
+    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::model::{RequestStateCodec, SealOptions};
 use rmcp::service::{RequestContext, RoleServer};
@@ -292,7 +292,45 @@ impl ServerHandler for GantryServer {
                     Some(state),
                 )))
             }
+            // A tool that does not exist is the client's error, not the
+            // tool's: a protocol error, with the "did you mean".
+            Err(error) if error.kind == CallErrorKind::UnknownTool => {
+                Err(McpError::invalid_params(error.message, None))
+            }
             Err(error) => Ok(failure(error.message)),
         }
+    }
+
+    /// rmcp hands over as "custom" a request of a standard method whose
+    /// params did not fit its type (`tools/call` with no params, `params:
+    /// null`, `"arguments": "x"`): that is bad params (-32602), said with
+    /// what was expected, not an unknown method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let method = request.method.as_str();
+        let expected = match method {
+            "tools/call" => Some(
+                "an object with `name` (the tool, a string) and `arguments` (an object of its parameters)",
+            ),
+            "initialize" => {
+                Some("an object with `protocolVersion`, `capabilities` and `clientInfo`")
+            }
+            "tools/list" | "ping" => Some("an object, or no params"),
+            _ => None,
+        };
+        Err(match expected {
+            Some(expected) => McpError::invalid_params(
+                format!("invalid params for `{method}`: expected {expected}"),
+                None,
+            ),
+            None => McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method `{method}` is not served here"),
+                None,
+            ),
+        })
     }
 }
