@@ -27,12 +27,13 @@ struct Check {
 /// The checker of a server's language at `root`, or why there is none.
 fn checker(spec: &ServerSpec, workspace: &Path, root: &Path) -> Result<Check, String> {
     let find = |names: &[&str]| {
-        let probe = ServerSpec {
+        let checker = ServerSpec {
             binaries: names.iter().map(|n| n.to_string()).collect(),
             versioned: false,
+            probe: None,
             ..spec.clone()
         };
-        resolve_binary(&probe, workspace, root)
+        resolve_binary(&checker, workspace, root).ok()
     };
     let (names, args): (&[&str], Vec<&str>) = match spec.id.as_str() {
         "rust-analyzer" => (

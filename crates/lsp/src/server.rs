@@ -29,8 +29,11 @@ use crate::convert::{path_to_uri, uri_to_path};
 use crate::servers::{ServerSpec, language_of};
 use crate::transport::{Incoming, RequestHandler, RpcError, Transport};
 
-/// How much of a server's stderr is kept to explain a crash.
+/// How much of the end of a server's stderr is kept to explain a crash.
 const STDERR_TAIL: usize = 2000;
+/// How much of its start is kept too: a panic's message comes before a
+/// backtrace long enough to fill any tail.
+const STDERR_HEAD: usize = 4000;
 
 /// A set of diagnostics a server published for one file.
 #[derive(Debug, Clone)]
@@ -302,7 +305,7 @@ impl Server {
             kill_group(pid);
             return Err("the server's pipes could not be opened".into());
         };
-        let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL)));
+        let tail = Arc::new(Mutex::new(StderrLog::default()));
         tokio::spawn(collect_stderr(stderr, tail.clone()));
 
         let settings = launch.spec.settings.clone();
@@ -322,9 +325,9 @@ impl Server {
                 Ok(status) => describe_exit(status),
                 Err(e) => format!("could not be waited for: {e}"),
             };
-            let stderr = tail_text(&exit_tail);
+            let stderr = lock(&exit_tail).explain();
             if !stderr.is_empty() {
-                reason.push_str(&format!("; its last output: {stderr}"));
+                reason.push_str(&format!("; its stderr: {stderr}"));
             }
             exit_tx.send_replace(Some(reason.clone()));
             on_exit(reason);
@@ -352,11 +355,11 @@ impl Server {
                         reason.clone().unwrap_or_default()
                     }
                     _ => {
-                        let stderr = tail_text(&tail);
+                        let stderr = lock(&tail).explain();
                         if stderr.is_empty() {
                             e.to_string()
                         } else {
-                            format!("{e}; its last output: {stderr}")
+                            format!("{e}; its stderr: {stderr}")
                         }
                     }
                 };
@@ -722,27 +725,86 @@ async fn pump(mut incoming: mpsc::UnboundedReceiver<Incoming>, observed: Arc<Obs
     }
 }
 
-async fn collect_stderr(mut stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<u8>>>) {
+/// The start and the end of a server's stderr, bounded, to explain its
+/// death.
+#[derive(Default)]
+struct StderrLog {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    /// Whether bytes between head and tail were dropped.
+    skipped: bool,
+}
+
+impl StderrLog {
+    fn push(&mut self, mut bytes: &[u8]) {
+        let room = STDERR_HEAD.saturating_sub(self.head.len()).min(bytes.len());
+        self.head.extend_from_slice(&bytes[..room]);
+        bytes = &bytes[room..];
+        self.tail.extend(bytes);
+        let excess = self.tail.len().saturating_sub(STDERR_TAIL);
+        if excess > 0 {
+            self.skipped = true;
+            self.tail.drain(..excess);
+        }
+    }
+
+    /// What the server said about its death, in one line.
+    fn explain(&self) -> String {
+        let mut bytes = self.head.clone();
+        if self.skipped {
+            bytes.push(b'\n');
+        }
+        bytes.extend(self.tail.iter());
+        explain_stderr(&String::from_utf8_lossy(&bytes))
+    }
+}
+
+async fn collect_stderr(mut stderr: tokio::process::ChildStderr, log: Arc<Mutex<StderrLog>>) {
     let mut buffer = [0u8; 4096];
     while let Ok(n) = stderr.read(&mut buffer).await {
         if n == 0 {
             break;
         }
-        let mut tail = lock(&tail);
-        tail.extend(&buffer[..n]);
-        let excess = tail.len().saturating_sub(STDERR_TAIL);
-        tail.drain(..excess);
+        lock(&log).push(&buffer[..n]);
     }
 }
 
-fn tail_text(tail: &Mutex<VecDeque<u8>>) -> String {
-    let bytes: Vec<u8> = lock(tail).iter().copied().collect();
-    let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(3)..].join(" | ")
+/// The lines of a process's stderr that say why it failed, joined by
+/// ` | `: the (up to three) lines before a backtrace when there is one,
+/// since a panic's message precedes its frames and the frames say nothing
+/// to a person; otherwise the last three lines, where an error usually
+/// ends up.
+pub(crate) fn explain_stderr(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let quoted = |lines: &[&str]| {
+        let kept: Vec<&str> = lines
+            .iter()
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty())
+            .collect();
+        kept[kept.len().saturating_sub(3)..].join(" | ")
+    };
+    if let Some(start) = lines.iter().position(|l| starts_backtrace(l)) {
+        let before = quoted(&lines[..start]);
+        if !before.is_empty() {
+            return before;
+        }
+    }
+    quoted(&lines)
 }
 
-fn describe_exit(status: std::process::ExitStatus) -> String {
+/// The first line of a stack trace: Rust's `stack backtrace:` header
+/// (`Stack backtrace:` from anyhow) or its first frame, or a Node.js
+/// `    at f (file:line)` frame.
+fn starts_backtrace(line: &str) -> bool {
+    line.get(..16)
+        .is_some_and(|head| head.eq_ignore_ascii_case("stack backtrace:"))
+        || line.starts_with("   0:")
+        || (line.starts_with("    at ") && line.ends_with(')'))
+}
+
+/// How a process ended, in words.
+pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with code {code}"),
@@ -790,6 +852,50 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crash_is_quoted_by_its_message_not_its_backtrace() {
+        let panic = "INFO starting\n\
+            thread 'main' panicked at crates/rust-analyzer/src/main.rs:90:5:\n\
+            failed to find any projects in [AbsPathBuf(\"/w\")]\n\
+            stack backtrace:\n   0: rust_begin_unwind\n   1: core::panicking::panic_fmt\n\
+            note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.\n";
+        assert_eq!(
+            explain_stderr(panic),
+            "INFO starting | thread 'main' panicked at crates/rust-analyzer/src/main.rs:90:5: | failed to find any projects in [AbsPathBuf(\"/w\")]"
+        );
+        // RUST_BACKTRACE=1 without the header line.
+        let anyhow = "error: Unknown binary 'x'\n\nStack backtrace:\n   0: rustup::main\n";
+        assert_eq!(explain_stderr(anyhow), "error: Unknown binary 'x'");
+        let frames = "error: boom\n   0: std::backtrace\n   1: main\n   2: start\n   3: end\n";
+        assert_eq!(explain_stderr(frames), "error: boom");
+        let node = "/x/langserver.js:34880\n    throw new Error(\"not set\");\n    ^\n\n\
+            Error: Connection input stream is not set.\n    at createConnection (/x/a.js:1:2)\n    at main (/x/a.js:3:4)\n\nNode.js v20.0.0\n";
+        assert_eq!(
+            explain_stderr(node),
+            "throw new Error(\"not set\"); | ^ | Error: Connection input stream is not set."
+        );
+        // No backtrace: the error is at the end.
+        assert_eq!(
+            explain_stderr("a\nb\n\nc\nerror: Unknown binary 'rust-analyzer'\n"),
+            "b | c | error: Unknown binary 'rust-analyzer'"
+        );
+        assert_eq!(explain_stderr(""), "");
+    }
+
+    #[test]
+    fn a_long_backtrace_does_not_push_the_message_out() {
+        let mut log = StderrLog::default();
+        log.push(b"thread 'main' panicked at src/main.rs:1:1:\nout of cheese\nstack backtrace:\n");
+        for frame in 0..2000 {
+            log.push(format!("  {frame:3}: some::frame\n             at /src/x.rs:1\n").as_bytes());
+        }
+        assert_eq!(
+            log.explain(),
+            "thread 'main' panicked at src/main.rs:1:1: | out of cheese"
+        );
+        assert!(log.head.len() <= STDERR_HEAD && log.tail.len() <= STDERR_TAIL);
+    }
 
     #[test]
     fn configuration_is_answered_from_settings_by_section() {

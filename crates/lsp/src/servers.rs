@@ -1,10 +1,16 @@
 //! The server table: which server serves which language, where its root
 //! is, and where its binary is. A server is usable for a file only when a
 //! root marker exists above the file inside the workspace AND a binary
-//! resolves; [`Choice`] says which one is missing otherwise.
+//! resolves; [`Choice`] says which one is missing otherwise. A binary
+//! resolves only when it runs: a rustup proxy for a component that is not
+//! installed exists on `PATH` but answers every call with an error, so each
+//! candidate must pass its entry's cheap probe (`--version`) first.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -17,6 +23,11 @@ pub struct ServerSpec {
     pub id: String,
     /// Binary names tried in order; the first that resolves is used.
     pub binaries: Vec<String>,
+    /// Arguments of a cheap run (`--version`) that must exit 0 for a found
+    /// binary to count; `None` when the server has no such mode (pyright's
+    /// language server takes no arguments but `--stdio`) or the user named
+    /// the binary themselves.
+    pub probe: Option<Vec<String>>,
     /// Also accept `NAME-NN` on `PATH` (Debian's `clangd-19`), the highest
     /// version first, when no plain name resolves.
     pub versioned: bool,
@@ -49,6 +60,7 @@ fn spec(
     ServerSpec {
         id: id.into(),
         binaries: strings(binaries),
+        probe: None,
         versioned: false,
         args: strings(args),
         languages: strings(languages),
@@ -70,6 +82,10 @@ const PYTHON_MARKERS: &[&str] = &[
 
 /// The built-in table, in order of preference within a language.
 pub fn builtin() -> Vec<ServerSpec> {
+    let probed = |mut server: ServerSpec, probe: &str| {
+        server.probe = Some(vec![probe.to_string()]);
+        server
+    };
     let mut clangd = spec(
         "clangd",
         &["clangd"],
@@ -85,6 +101,8 @@ pub fn builtin() -> Vec<ServerSpec> {
         ],
     );
     clangd.versioned = true;
+    // pyright's language servers accept no `--version` (they fail without
+    // `--stdio`): they are found, not probed.
     let pyright_like = |id: &str, binary: &str| {
         let mut server = spec(id, &[binary], &["--stdio"], &["python"], PYTHON_MARKERS);
         server.ready_log = Some("source file".into());
@@ -114,25 +132,39 @@ pub fn builtin() -> Vec<ServerSpec> {
         "preferences": {"providePrefixAndSuffixTextForRename": false}
     });
     vec![
-        spec(
-            "rust-analyzer",
-            &["rust-analyzer"],
-            &[],
-            &["rust"],
-            &["Cargo.toml"],
+        // rustup installs a `rust-analyzer` proxy whether or not the
+        // component is installed; only a run tells them apart.
+        probed(
+            spec(
+                "rust-analyzer",
+                &["rust-analyzer"],
+                &[],
+                &["rust"],
+                &["Cargo.toml"],
+            ),
+            "--version",
         ),
         pyright_like("basedpyright", "basedpyright-langserver"),
         pyright_like("pyright", "pyright-langserver"),
-        spec("pylsp", &["pylsp"], &[], &["python"], PYTHON_MARKERS),
-        typescript,
-        clangd,
-        spec("gopls", &["gopls"], &[], &["go"], &["go.work", "go.mod"]),
-        spec(
-            "dart",
-            &["dart"],
-            &["language-server", "--protocol=lsp"],
-            &["dart"],
-            &["pubspec.yaml"],
+        probed(
+            spec("pylsp", &["pylsp"], &[], &["python"], PYTHON_MARKERS),
+            "--version",
+        ),
+        probed(typescript, "--version"),
+        probed(clangd, "--version"),
+        probed(
+            spec("gopls", &["gopls"], &[], &["go"], &["go.work", "go.mod"]),
+            "version",
+        ),
+        probed(
+            spec(
+                "dart",
+                &["dart"],
+                &["language-server", "--protocol=lsp"],
+                &["dart"],
+                &["pubspec.yaml"],
+            ),
+            "--version",
         ),
     ]
 }
@@ -162,8 +194,12 @@ pub fn language_of(path: &Path) -> Option<&'static str> {
 pub struct ServerOverride {
     /// Switch a built-in server off.
     pub disabled: bool,
-    /// Binary candidates, or one absolute path.
+    /// Binary candidates, or one absolute path. Naming them drops the
+    /// table's probe (the user chose the binary) unless `probe` is given.
     pub command: Option<Vec<String>>,
+    /// Arguments of a cheap run that must exit 0 for a found binary to
+    /// count (`["--version"]`); `[]` turns the probe off.
+    pub probe: Option<Vec<String>>,
     /// Arguments.
     pub args: Option<Vec<String>>,
     /// Language ids.
@@ -243,6 +279,10 @@ impl Config {
             if let Some(command) = change.command {
                 server.binaries = command;
                 server.versioned = false;
+                server.probe = None;
+            }
+            if let Some(probe) = change.probe {
+                server.probe = (!probe.is_empty()).then_some(probe);
             }
             if let Some(args) = change.args {
                 server.args = args;
@@ -294,10 +334,44 @@ pub fn find_root(workspace: &Path, file: &Path, markers: &[String]) -> Option<Pa
 /// Where a binary was looked for, for a message that says so.
 pub const SEARCHED: &str = "node_modules/.bin, .venv/bin and venv/bin of the project, then PATH";
 
-/// Resolves the first of `spec.binaries` that exists: the project's own
-/// `node_modules/.bin`, `.venv/bin` and `venv/bin` (from `root` up to the
-/// workspace), then `PATH`, then versioned names on `PATH`.
-pub fn resolve_binary(spec: &ServerSpec, workspace: &Path, root: &Path) -> Option<PathBuf> {
+/// How long a binary's probe may run before the binary counts as unusable.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why no binary of an entry resolved, for messages that say which of
+/// "not installed" and "installed but broken" it is.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NoBinary {
+    /// Candidates that exist but failed their probe, each with the reason
+    /// (the command and the first line of its error); empty when no
+    /// candidate exists at all.
+    pub unusable: Vec<String>,
+}
+
+impl NoBinary {
+    /// The reason in words: not found (and where it was looked for), or
+    /// found but failing its probe.
+    pub fn describe(&self, spec: &ServerSpec) -> String {
+        let names = spec.binaries.join("` or `");
+        if self.unusable.is_empty() {
+            format!("binary `{names}` not found in {SEARCHED}")
+        } else {
+            format!(
+                "binary `{names}` found but not usable: {}",
+                self.unusable.join("; ")
+            )
+        }
+    }
+}
+
+/// Resolves the first of `spec.binaries` that exists and passes the
+/// entry's probe: the project's own `node_modules/.bin`, `.venv/bin` and
+/// `venv/bin` (from `root` up to the workspace), then `PATH`, then
+/// versioned names on `PATH`.
+pub fn resolve_binary(
+    spec: &ServerSpec,
+    workspace: &Path,
+    root: &Path,
+) -> Result<PathBuf, NoBinary> {
     let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).collect())
         .unwrap_or_default();
@@ -309,7 +383,27 @@ fn resolve_in(
     workspace: &Path,
     root: &Path,
     path_dirs: &[PathBuf],
-) -> Option<PathBuf> {
+) -> Result<PathBuf, NoBinary> {
+    let mut refused = NoBinary::default();
+    // An executable that runs its probe (or has none to run).
+    let mut usable = |path: &Path| {
+        if !is_executable(path) {
+            return false;
+        }
+        let Some(args) = &spec.probe else {
+            return true;
+        };
+        match probe(path, args) {
+            Ok(()) => true,
+            Err(why) => {
+                // A directory named twice on PATH is one candidate.
+                if !refused.unusable.contains(&why) {
+                    refused.unusable.push(why);
+                }
+                false
+            }
+        }
+    };
     for name in &spec.binaries {
         let given = Path::new(name);
         if given.components().count() > 1 {
@@ -318,8 +412,8 @@ fn resolve_in(
             } else {
                 workspace.join(given)
             };
-            if is_executable(&path) {
-                return Some(path);
+            if usable(&path) {
+                return Ok(path);
             }
             continue;
         }
@@ -327,22 +421,18 @@ fn resolve_in(
         while let Some(current) = dir.filter(|d| d.starts_with(workspace)) {
             for local in ["node_modules/.bin", ".venv/bin", "venv/bin"] {
                 let candidate = current.join(local).join(name);
-                if is_executable(&candidate) {
-                    return Some(candidate);
+                if usable(&candidate) {
+                    return Ok(candidate);
                 }
             }
             dir = current.parent();
         }
-        if let Some(found) = path_dirs
-            .iter()
-            .map(|d| d.join(name))
-            .find(|c| is_executable(c))
-        {
-            return Some(found);
+        if let Some(found) = path_dirs.iter().map(|d| d.join(name)).find(|c| usable(c)) {
+            return Ok(found);
         }
     }
     if spec.versioned {
-        let mut best: Option<(u32, PathBuf)> = None;
+        let mut versions: Vec<(u32, PathBuf)> = Vec::new();
         for dir in path_dirs {
             let Ok(entries) = std::fs::read_dir(dir) else {
                 continue;
@@ -357,18 +447,19 @@ fn resolve_in(
                         .strip_prefix(name.as_str())
                         .and_then(|rest| rest.strip_prefix('-'))
                         .and_then(|v| v.parse::<u32>().ok());
-                    if let Some(version) = version
-                        && best.as_ref().is_none_or(|(v, _)| version > *v)
-                        && is_executable(&entry.path())
-                    {
-                        best = Some((version, entry.path()));
+                    if let Some(version) = version {
+                        versions.push((version, entry.path()));
                     }
                 }
             }
         }
-        return best.map(|(_, path)| path);
+        // The highest version that runs; earlier PATH entries win a tie.
+        versions.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
+        if let Some((_, path)) = versions.into_iter().find(|(_, path)| usable(path)) {
+            return Ok(path);
+        }
     }
-    None
+    Err(refused)
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -376,6 +467,92 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path)
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         .unwrap_or(false)
+}
+
+/// Whether `binary args` runs, asked once per binary and probe for the
+/// life of the process: resolution happens on every call that touches a
+/// file, and a probe costs a process start.
+fn probe(binary: &Path, args: &[String]) -> Result<(), String> {
+    type Cache = Mutex<HashMap<(PathBuf, Vec<String>), Result<(), String>>>;
+    static PROBED: OnceLock<Cache> = OnceLock::new();
+    let cache = PROBED.get_or_init(Cache::default);
+    let key = (binary.to_path_buf(), args.to_vec());
+    if let Some(known) = lock(cache).get(&key) {
+        return known.clone();
+    }
+    let outcome = run_probe(binary, args, PROBE_TIMEOUT);
+    lock(cache).insert(key, outcome.clone());
+    outcome
+}
+
+/// Runs `binary args` in its own process group with no input and decides
+/// by its exit: 0 within `timeout` is usable, anything else is not, said
+/// with the first lines of its error. The group is killed afterwards
+/// either way, so a probe leaves nothing running.
+fn run_probe(binary: &Path, args: &[String], timeout: Duration) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let shown = if args.is_empty() {
+        format!("`{}`", binary.display())
+    } else {
+        format!("`{} {}`", binary.display(), args.join(" "))
+    };
+    let mut child = std::process::Command::new(binary)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("{shown} could not run: {e}"))?;
+    let pid = child.id();
+    let stderr = child.stderr.take();
+    let (text_tx, text_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(stderr) = stderr {
+            let _ = stderr.take(64 * 1024).read_to_end(&mut bytes);
+        }
+        let _ = text_tx.send(bytes);
+    });
+    let (status_tx, status_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = status_tx.send(child.wait());
+    });
+    let status = status_rx.recv_timeout(timeout);
+    crate::server::kill_group(pid);
+    if status.is_err() {
+        // Reaped before returning, so nothing of the probe outlives it.
+        let _ = status_rx.recv_timeout(Duration::from_secs(1));
+    }
+    // The group is dead, so its end of the pipe is closed; only a helper
+    // that left the group could hold it open, and that is not waited for.
+    let stderr = text_rx
+        .recv_timeout(Duration::from_secs(1))
+        .unwrap_or_default();
+    let said = crate::server::explain_stderr(&String::from_utf8_lossy(&stderr));
+    let said = if said.is_empty() {
+        String::new()
+    } else {
+        format!(": {said}")
+    };
+    match status {
+        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) => Err(format!(
+            "{shown} {}{said}",
+            crate::server::describe_exit(status)
+        )),
+        Ok(Err(e)) => Err(format!("{shown} could not be waited for: {e}")),
+        Err(_) => Err(format!(
+            "{shown} did not finish within {} s{said}",
+            timeout.as_secs_f32()
+        )),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// What serving a file would take, as decided by the table.
@@ -411,7 +588,7 @@ pub fn choose(config: &Config, workspace: &Path, file: &Path) -> Choice {
         let root = find_root(workspace, file, &spec.root_markers);
         let binary = resolve_binary(spec, workspace, root.as_deref().unwrap_or(workspace));
         match (root, binary) {
-            (Some(root), Some(binary)) => {
+            (Some(root), Ok(binary)) => {
                 return Choice::Usable {
                     spec: Box::new(spec.clone()),
                     root,
@@ -426,11 +603,8 @@ pub fn choose(config: &Config, workspace: &Path, file: &Path) -> Choice {
                         spec.root_markers.join(", ")
                     ));
                 }
-                if binary.is_none() {
-                    missing.push(format!(
-                        "binary `{}` not found in {SEARCHED}",
-                        spec.binaries.join("` or `")
-                    ));
+                if let Err(no) = binary {
+                    missing.push(no.describe(spec));
                 }
                 reasons.push(format!("{}: {}", spec.id, missing.join("; ")));
             }
@@ -495,7 +669,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             resolve_binary(ts, ws, &ws.join("web")),
-            Some(ws.join("node_modules/.bin/typescript-language-server"))
+            Ok(ws.join("node_modules/.bin/typescript-language-server"))
         );
         // Versioned names: simulate a PATH holding clangd-14 and clangd-19.
         let bin = tempfile::tempdir().unwrap();
@@ -506,17 +680,99 @@ mod tests {
         let path = [bin.path().to_path_buf()];
         assert_eq!(
             resolve_in(clangd, ws, ws, &path),
-            Some(bin.path().join("clangd-19"))
+            Ok(bin.path().join("clangd-19"))
         );
         executable(&bin.path().join("clangd"));
         assert_eq!(
             resolve_in(clangd, ws, ws, &path),
-            Some(bin.path().join("clangd"))
+            Ok(bin.path().join("clangd"))
         );
         let mut plain = clangd.clone();
         plain.versioned = false;
         std::fs::remove_file(bin.path().join("clangd")).unwrap();
-        assert_eq!(resolve_in(&plain, ws, ws, &path), None);
+        assert_eq!(resolve_in(&plain, ws, ws, &path), Err(NoBinary::default()));
+    }
+
+    fn script(path: &Path, body: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn a_binary_resolves_only_when_its_probe_runs_and_is_probed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        // What rustup's proxy does for a component that is not installed.
+        let broken = dir.path().join("broken");
+        script(
+            &broken.join("rust-analyzer"),
+            "echo \"error: Unknown binary 'rust-analyzer' in official toolchain 'stable'.\" >&2\nexit 1",
+        );
+        // A working one, counting its runs.
+        let good = dir.path().join("good");
+        script(
+            &good.join("rust-analyzer"),
+            &format!("echo run >> {}\nexit 0", dir.path().join("runs").display()),
+        );
+        let table = builtin();
+        let ra = table.iter().find(|s| s.id == "rust-analyzer").unwrap();
+        assert_eq!(ra.probe.as_deref(), Some(&["--version".to_string()][..]));
+
+        let only_broken = [broken.clone()];
+        let refused = resolve_in(ra, &ws, &ws, &only_broken).unwrap_err();
+        assert_eq!(refused.unusable.len(), 1, "{refused:?}");
+        let said = refused.describe(ra);
+        assert!(
+            said.starts_with("binary `rust-analyzer` found but not usable: `"),
+            "{said}"
+        );
+        assert!(
+            said.ends_with(
+                "rust-analyzer --version` exited with code 1: error: Unknown binary 'rust-analyzer' in official toolchain 'stable'."
+            ),
+            "{said}"
+        );
+
+        let both = [broken, good.clone()];
+        for _ in 0..3 {
+            assert_eq!(
+                resolve_in(ra, &ws, &ws, &both),
+                Ok(good.join("rust-analyzer"))
+            );
+        }
+        let runs = std::fs::read_to_string(dir.path().join("runs")).unwrap();
+        assert_eq!(runs.lines().count(), 1, "probed once per binary");
+
+        // A binary that is only found, not probed, resolves as it is.
+        let mut unprobed = ra.clone();
+        unprobed.probe = None;
+        assert_eq!(
+            resolve_in(&unprobed, &ws, &ws, &only_broken),
+            Ok(only_broken[0].join("rust-analyzer"))
+        );
+    }
+
+    #[test]
+    fn a_probe_that_hangs_is_bounded_and_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let hang = dir.path().join("hang");
+        script(
+            &hang,
+            &format!("echo $$ > {}\nexec sleep 600", pid_file.display()),
+        );
+        let why = run_probe(&hang, &["--version".into()], Duration::from_millis(300)).unwrap_err();
+        assert!(why.contains("did not finish within 0.3 s"), "{why}");
+        // (A machine too loaded to start the script within the bound has
+        // nothing to check.)
+        if let Ok(pid) = std::fs::read_to_string(&pid_file) {
+            assert!(
+                !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+                "the probe's process {pid} is still there"
+            );
+        }
     }
 
     #[test]

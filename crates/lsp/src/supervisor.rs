@@ -521,11 +521,12 @@ fn table_status(workspace: &Path, specs: &[ServerSpec]) -> String {
             .map(|(dir, _)| dir.clone())
             .unwrap_or_else(|| workspace.to_path_buf());
         let binary = match resolve_binary(spec, workspace, &root) {
-            Some(path) => format!("binary {}", path.display()),
-            None => format!(
+            Ok(path) => format!("binary {}", path.display()),
+            Err(no) if no.unusable.is_empty() => format!(
                 "MISSING binary `{}` (looked in {SEARCHED})",
                 spec.binaries.join("` / `")
             ),
+            Err(no) => format!("UNUSABLE binary: {}", no.unusable.join("; ")),
         };
         let markers = if roots.is_empty() {
             format!(
