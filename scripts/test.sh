@@ -21,6 +21,8 @@ apt_install ripgrep fd-find
 
 python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
 scripts/install-lsp.sh
+# The official MCP conformance suite, with the Node >= 22 it needs.
+export GANTRY_CONFORMANCE_BIN="$(scripts/install-conformance.sh)"
 
 # --- the suite -----------------------------------------------------------------
 export CI="${CI:-}"
