@@ -215,12 +215,26 @@ impl Run {
         }
     }
 
-    /// Ends every resource the run owns, awaiting each.
+    /// Ends every resource the run owns, awaiting each, last wired first.
+    /// A front end may bound this (a server told to stop must be gone
+    /// within a second): when the future is dropped part-way, the
+    /// resources not yet ended, the one being ended included, are killed
+    /// at once, so nothing outlives an impatient shutdown.
     pub async fn shutdown(&self) {
-        let resources = std::mem::take(&mut *lock(&self.inner.resources));
-        for resource in resources.into_iter().rev() {
+        /// Resources still to end; killed if the shutdown is dropped.
+        struct Pending(Vec<Arc<dyn Resource>>);
+        impl Drop for Pending {
+            fn drop(&mut self) {
+                for resource in self.0.drain(..) {
+                    resource.kill_now();
+                }
+            }
+        }
+        let mut pending = Pending(std::mem::take(&mut *lock(&self.inner.resources)));
+        while let Some(resource) = pending.0.last().cloned() {
             tracing::debug!(resource = %resource.name(), "shutting down");
             resource.shutdown().await;
+            pending.0.pop();
         }
     }
 }

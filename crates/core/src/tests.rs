@@ -379,6 +379,46 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// A resource whose graceful end never comes; counts the kills it gets.
+struct Stuck(AtomicUsize);
+
+#[async_trait]
+impl Resource for Stuck {
+    fn name(&self) -> String {
+        "stuck".into()
+    }
+    async fn shutdown(&self) {
+        std::future::pending::<()>().await;
+    }
+    fn kill_now(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+#[tokio::test]
+async fn a_shutdown_cut_short_kills_what_it_had_not_ended() {
+    let (_dir, ws) = workspace();
+    let sleeper = spawn_sleeper();
+    let stuck = Arc::new(Stuck(AtomicUsize::new(0)));
+    // Resources end last-wired first: the stuck one holds the sleeper up.
+    let run = Run::builder(ws)
+        .resource(sleeper.clone())
+        .resource(stuck.clone())
+        .build();
+    let cut = tokio::time::timeout(Duration::from_millis(50), run.shutdown()).await;
+    assert!(cut.is_err(), "the stuck resource cannot end gracefully");
+    assert_eq!(stuck.0.load(Ordering::SeqCst), 1, "the stuck one is killed");
+    assert!(
+        crate::testing::exited(sleeper.pid as i32, Duration::from_secs(10)).await,
+        "a resource the cut-short shutdown never reached outlived it"
+    );
+    drop(run);
+    assert_eq!(stuck.0.load(Ordering::SeqCst), 1, "killed once, not again");
+}
+
 #[tokio::test]
 async fn ending_a_run_ends_its_processes() {
     let (_dir, ws) = workspace();
