@@ -163,3 +163,55 @@ async def test_malformed_bodies_get_json_rpc_errors(workspace: Path, http_server
             assert response.headers["content-type"].startswith("application/json")
             reply = response.json()
             assert reply["id"] == id and reply["error"]["code"] == code, (body[:60], reply)
+
+
+def _modern(url: str, token: str | None = None, **kwargs):
+    """`mcp.Client` (protocol 2026-07-28) over HTTP, with a bearer token."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=30)
+    return mcp.Client(streamable_http_client(url, http_client=http), **kwargs)
+
+
+async def test_ask_user_follows_each_requests_capabilities(workspace: Path, http_server):
+    """Stateless requests share a run, yet each sees `ask_user` only when it
+    declared elicitation, and one that did not is refused at once."""
+    _, url = http_server()
+
+    async def answer(context, params):
+        return types.ElicitResult(action="accept", content={"choice": "b"})
+
+    async with _modern(url, elicitation_callback=answer) as asking:
+        assert asking.protocol_version == "2026-07-28"
+        names = {t.name for t in (await asking.list_tools()).tools}
+        assert "ask_user" in names
+        answered = await asking.call_tool("ask_user", {"question": "Pick", "options": [{"label": "a"}, {"label": "b"}]})
+        assert "2. b" in text_of(answered), text_of(answered)
+    async with _modern(url) as mute:
+        names = {t.name for t in (await mute.list_tools()).tools}
+        assert "ask_user" not in names and "read_file" in names
+        refused = await mute.call_tool("ask_user", {"question": "Pick"})
+        assert refused.is_error and "did not declare elicitation" in text_of(refused)
+
+
+async def test_each_bearer_token_gets_its_own_stateless_run(workspace: Path, http_server):
+    _, url = http_server("--token", "alpha", "--token", "beta", "--idle-timeout", "2")
+    async with _modern(url, "alpha") as alpha:
+        started = await alpha.call_tool("shell", {"command": "echo $$ > alpha.pid; sleep 300", "is_background": True})
+        assert "bg_1" in text_of(started)
+    async with _modern(url, "beta") as beta:
+        polled = await beta.call_tool("shell", {"handle": "bg_1"})
+        assert polled.is_error and "no background job" in text_of(polled), text_of(polled)
+        killed = await beta.call_tool("shell", {"handle": "bg_1", "kill": True})
+        assert killed.is_error
+    async with _modern(url, "alpha") as again:
+        polled = await again.call_tool("shell", {"handle": "bg_1"})
+        assert not polled.is_error and "running for" in text_of(polled), text_of(polled)
+    # Unused for the idle time, alpha's run ends, and its job with it.
+    pid_file = workspace / "alpha.pid"
+    with anyio.fail_after(10):
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            await anyio.sleep(0.02)
+    with anyio.fail_after(20):
+        await process_exited(int(pid_file.read_text()))

@@ -136,6 +136,7 @@ impl Tool for AskUser {
              options where you can. If the user skips, go on under a stated assumption and do not \
              ask again.",
         )
+        .asks_person()
     }
 
     fn validate(&self, params: &AskUserParams, _: &gantry_core::Run) -> Result<(), String> {

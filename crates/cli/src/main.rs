@@ -1,6 +1,7 @@
 //! `gantry`: one registry of tools for coding agents, served over MCP
 //! (`gantry mcp`) and the command line (`gantry call`, `gantry session`).
 
+mod reference;
 mod terminal;
 mod wiring;
 
@@ -60,9 +61,20 @@ enum Command {
         /// Serve streamable HTTP at this address (e.g. 127.0.0.1:8765) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<SocketAddr>,
-        /// Bearer token for --http; required when the address is not loopback.
-        #[arg(long, env = "GANTRY_HTTP_TOKEN", hide_env_values = true)]
-        token: Option<String>,
+        /// Bearer token for --http (repeat it, or separate by commas in
+        /// GANTRY_HTTP_TOKEN, for several); required when the address is
+        /// not loopback. On protocol 2026-07-28 each token gets its own run.
+        #[arg(
+            long = "token",
+            env = "GANTRY_HTTP_TOKEN",
+            value_delimiter = ',',
+            hide_env_values = true
+        )]
+        tokens: Vec<String>,
+        /// A file of bearer tokens for --http, one per line (blank lines
+        /// and lines starting with `#` skipped), added to --token.
+        #[arg(long, value_name = "FILE")]
+        tokens_file: Option<PathBuf>,
         /// Extra browser origin allowed to call --http (loopback origins always are).
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origins: Vec<String>,
@@ -77,6 +89,9 @@ enum Command {
         /// Print every tool's full listing as JSON.
         #[arg(long)]
         json: bool,
+        /// Print the reference of every tool, all tiers, as Markdown (docs/tools.md).
+        #[arg(long, conflicts_with = "json")]
+        markdown: bool,
     },
     /// Run one tool call in a fresh run and print what a person would see.
     Call {
@@ -124,11 +139,35 @@ fn main() -> std::process::ExitCode {
     runtime.shutdown_timeout(Duration::from_millis(200));
     match outcome {
         Ok(code) => code,
+        // `gantry tools --json | head -1`: the reader has what it wanted.
+        Err(error) if broken_pipe(&error) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("gantry: {error:#}");
             std::process::ExitCode::from(2)
         }
     }
+}
+
+/// Whether `error` is a write to a pipe whose reader has gone: the end of
+/// the output was not wanted, which is no failure worth a message.
+fn broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Whether `error` is stdin ending before any MCP client spoke: `gantry
+/// mcp` run by hand with nothing on stdin, not a client that went away.
+fn no_mcp_client(error: &anyhow::Error) -> bool {
+    use rmcp::service::ServerInitializeError;
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<ServerInitializeError>(),
+            Some(ServerInitializeError::ConnectionClosed(context)) if context == "initialize request"
+        )
+    })
 }
 
 fn init_logging(cli: &Cli) -> anyhow::Result<()> {
@@ -168,22 +207,35 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Mcp {
             surface,
             http,
-            token,
+            mut tokens,
+            tokens_file,
             allow_origins,
             idle_timeout,
         } => {
+            if let Some(file) = tokens_file {
+                let text = std::fs::read_to_string(&file)
+                    .with_context(|| format!("cannot read the tokens file {}", file.display()))?;
+                tokens.extend(
+                    text.lines()
+                        .map(str::trim)
+                        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+                        .map(String::from),
+                );
+            }
+            tokens.retain(|token| !token.is_empty());
             let config = config(surface.surface(ApprovalMode::Client));
             // Fail now, not at the first client request, on a bad root or settings.
             wiring::open(&config.root)?;
             let factory: gantry_mcp::RunFactory =
                 Arc::new(move |human| wiring::build_run(&config, human));
             let instructions = gantry_memory::instructions(&root);
+            let shutdown = shutdown_signal()?;
             match http {
                 Some(addr) => {
                     let cancel = gantry_core::CancellationToken::new();
                     let options = gantry_mcp::HttpOptions {
                         addr,
-                        token,
+                        tokens,
                         allowed_origins: allow_origins,
                         idle: Duration::from_secs(idle_timeout.max(1)),
                         cancel: cancel.clone(),
@@ -192,10 +244,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                     tokio::pin!(server);
                     tokio::select! {
                         result = &mut server => result?,
-                        _ = shutdown_signal() => {
-                            // Let the server end its runs before the process goes.
+                        _ = shutdown => {
+                            // Let the server end its runs before the process
+                            // goes, for a moment: past it, dropping the server
+                            // kills what is left, so a signal ends the process
+                            // within a second.
                             cancel.cancel();
-                            server.await?;
+                            if let Ok(result) = tokio::time::timeout(STOP_GRACE, &mut server).await {
+                                result?;
+                            }
                         }
                     }
                 }
@@ -204,14 +261,34 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                         print_mcp_hint(&root);
                     }
                     tokio::select! {
-                        result = gantry_mcp::serve_stdio(factory, instructions) => result?,
-                        _ = shutdown_signal() => {}
+                        result = gantry_mcp::serve_stdio(factory, instructions) => match result {
+                            Err(error) if no_mcp_client(&error) => {
+                                eprintln!(
+                                    "gantry mcp: stdin closed before any MCP client sent `initialize`; \
+                                     run it from an MCP client (see README), or try tools with `gantry call`"
+                                );
+                                return Ok(std::process::ExitCode::FAILURE);
+                            }
+                            other => other?,
+                        },
+                        _ = shutdown => {}
                     }
                 }
             }
             Ok(std::process::ExitCode::SUCCESS)
         }
-        Command::Tools { surface, json } => {
+        Command::Tools {
+            surface,
+            json,
+            markdown,
+        } => {
+            if markdown {
+                let run = wiring::reference_run(&root)?;
+                let tools = run.registry().list(Tier::Exec);
+                let docs: Vec<reference::ToolDoc> = tools.iter().map(Into::into).collect();
+                std::io::stdout().write_all(reference::markdown(&docs).as_bytes())?;
+                return Ok(std::process::ExitCode::SUCCESS);
+            }
             let run = wiring::build_run(&config(surface.surface(ApprovalMode::Client)), None)?;
             print_tools(&run, json)?;
             Ok(std::process::ExitCode::SUCCESS)
@@ -250,21 +327,33 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 &config(surface.surface(ApprovalMode::Client)),
                 interactive(),
             )?;
-            print_status(&run);
-            print_family_status(&run).await;
+            let printed = match print_status(&run) {
+                Ok(()) => print_family_status(&run).await,
+                failed => failed,
+            };
             run.shutdown().await;
+            printed?;
             Ok(std::process::ExitCode::SUCCESS)
         }
     }
 }
 
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+/// How long `gantry mcp --http` lets its runs end politely after a signal.
+const STOP_GRACE: Duration = Duration::from_millis(500);
+
+/// SIGINT or SIGTERM. The handlers are installed by this call, not when the
+/// future is first polled: a signal sent the moment the server says it
+/// listens must stop it gracefully, not kill it outright.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+    })
 }
 
 fn print_mcp_hint(root: &std::path::Path) {
@@ -283,13 +372,14 @@ fn print_tools(run: &Run, json: bool) -> anyhow::Result<()> {
     let tools = run.tools();
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, &tools)?;
-        writeln!(out)?;
+        // Serialised first, so a closed stdout is an io::Error main knows.
+        let text = serde_json::to_string_pretty(&tools)?;
+        writeln!(out, "{text}")?;
         return Ok(());
     }
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
     for tool in &tools {
-        let first = first_sentence(&tool.description);
+        let first = reference::first_sentence(&tool.description);
         writeln!(
             out,
             "{:width$}  {:5}  {first}",
@@ -298,18 +388,6 @@ fn print_tools(run: &Run, json: bool) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
-}
-
-/// The description up to the first full stop that ends a sentence (not the
-/// one in "e.g. " or "1.2").
-fn first_sentence(text: &str) -> &str {
-    let bytes = text.as_bytes();
-    for (i, _) in text.match_indices(". ") {
-        if bytes.get(i + 2).is_some_and(u8::is_ascii_uppercase) {
-            return &text[..i];
-        }
-    }
-    text.trim_end_matches('.')
 }
 
 fn print_call(outcome: Result<ToolResult, CallError>, json: bool) -> std::process::ExitCode {
@@ -399,22 +477,25 @@ async fn session_call(run: &Run, line: &str) -> Value {
     }
 }
 
-fn print_status(run: &Run) {
+/// Writes what is wired; an error is stdout going away.
+fn print_status(run: &Run) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
     let surface = run.surface();
-    println!("workspace: {}", run.workspace().root().display());
+    writeln!(out, "workspace: {}", run.workspace().root().display())?;
     let files = run.settings().files();
     if files.is_empty() {
-        println!("settings: none (defaults)");
+        writeln!(out, "settings: none (defaults)")?;
     } else {
         for file in files {
-            println!("settings: {}", file.display());
+            writeln!(out, "settings: {}", file.display())?;
         }
     }
-    println!(
+    writeln!(
+        out,
         "surface: tier cap {}, approval {}",
         surface.cap, surface.approval
-    );
-    println!("\ntools wired:");
+    )?;
+    writeln!(out, "\ntools wired:")?;
     for tier in Tier::ALL {
         let names: Vec<String> = run
             .registry()
@@ -430,28 +511,31 @@ fn print_status(run: &Run) {
             })
             .collect();
         if !names.is_empty() {
-            println!("  {tier:5}  {}", names.join(", "));
+            writeln!(out, "  {tier:5}  {}", names.join(", "))?;
         }
     }
     let withheld: Vec<_> = run.registry().withheld().collect();
     if !withheld.is_empty() {
-        println!("\nnot wired here:");
+        writeln!(out, "\nnot wired here:")?;
         for (name, reason) in withheld {
-            println!("  {name}: {reason}");
+            writeln!(out, "  {name}: {reason}")?;
         }
     }
     for line in run.resource_status() {
-        println!("resource: {line}");
+        writeln!(out, "resource: {line}")?;
     }
+    Ok(())
 }
 
 /// What `gantry status` adds from the families that can explain themselves
 /// (which language servers can start here, and why not).
-async fn print_family_status(run: &Run) {
+async fn print_family_status(run: &Run) -> std::io::Result<()> {
     if run.registry().get("lsp").is_none() {
-        return;
+        return Ok(());
     }
     if let Ok(result) = run.call("lsp", json!({"action": "status"})).await {
-        println!("\nlanguage servers:\n{}", result.text_content());
+        let mut out = std::io::stdout();
+        writeln!(out, "\nlanguage servers:\n{}", result.text_content())?;
     }
+    Ok(())
 }

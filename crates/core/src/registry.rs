@@ -35,6 +35,8 @@ pub struct Listing {
     pub tier: Tier,
     /// Whether calls are serialised.
     pub exclusive: bool,
+    /// Whether it asks a person, so only callers that can reach one see it.
+    pub needs_person: bool,
     /// JSON Schema of the parameters.
     pub input_schema: Value,
 }
@@ -99,6 +101,7 @@ impl Registry {
                 display_name: entry.spec.display_name.clone(),
                 description: entry.spec.description.clone(),
                 tier: entry.spec.tier,
+                needs_person: entry.spec.needs_person,
                 exclusive: entry.spec.exclusive,
                 input_schema: entry.schema.schema().clone(),
             })

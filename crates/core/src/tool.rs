@@ -35,6 +35,10 @@ pub struct ToolSpec {
     pub tier: Tier,
     /// Calls of this tool within one run never overlap.
     pub exclusive: bool,
+    /// The tool asks a person something, so a surface lists it only to a
+    /// caller that can reach one (over MCP: a client that declared
+    /// elicitation, request by request on protocols without sessions).
+    pub needs_person: bool,
 }
 
 impl ToolSpec {
@@ -51,7 +55,14 @@ impl ToolSpec {
             description: description.into(),
             tier,
             exclusive: false,
+            needs_person: false,
         }
+    }
+
+    /// Marks the tool as asking a person (see [`ToolSpec::needs_person`]).
+    pub fn asks_person(mut self) -> Self {
+        self.needs_person = true;
+        self
     }
 
     /// Marks calls of this tool as serialised within a run.

@@ -15,10 +15,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{GantryServer, RunFactory, Shared};
+use crate::server::{Credential, GantryServer, RunFactory, Shared, StatelessRuns};
 use crate::stdio::{INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERROR, recover_id};
 
 /// How the HTTP front end is exposed.
@@ -26,8 +25,10 @@ use crate::stdio::{INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERR
 pub struct HttpOptions {
     /// Where to listen.
     pub addr: SocketAddr,
-    /// Required as `Authorization: Bearer <token>`; mandatory off loopback.
-    pub token: Option<String>,
+    /// Accepted as `Authorization: Bearer <token>`; at least one is
+    /// mandatory off loopback. On protocol 2026-07-28, which has no
+    /// sessions, each token gets a run of its own.
+    pub tokens: Vec<String>,
     /// Browser origins allowed besides the loopback ones.
     pub allowed_origins: Vec<String>,
     /// A session with no request for this long ends, and its run with it.
@@ -43,14 +44,15 @@ pub async fn serve_http(
     options: HttpOptions,
 ) -> anyhow::Result<()> {
     let loopback = options.addr.ip().is_loopback();
-    if !loopback && options.token.is_none() {
+    if !loopback && options.tokens.is_empty() {
         anyhow::bail!(
             "{} is reachable beyond this machine: give a bearer token with --token (or GANTRY_HTTP_TOKEN), or bind to 127.0.0.1",
             options.addr
         );
     }
-    let shared = Arc::new(Shared::new(factory, instructions).with_stateless_run());
-    let stateless = shared.clone();
+    let stateless = StatelessRuns::new(options.idle);
+    let shared =
+        Arc::new(Shared::new(factory, instructions).with_stateless_runs(stateless.clone()));
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(options.cancel.clone())
         .with_allowed_origins(
@@ -76,13 +78,13 @@ pub async fn serve_http(
         Arc::new(sessions),
         config,
     );
-    let token = options.token.clone().map(Arc::new);
+    let tokens = Arc::new(options.tokens.clone());
     let app = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn(check_message))
         .layer(middleware::from_fn(move |request: Request, next: Next| {
-            let token = token.clone();
-            async move { check_bearer(token.as_deref().map(String::as_str), request, next).await }
+            let tokens = tokens.clone();
+            async move { check_bearer(&tokens, request, next).await }
         }));
     let listener = tokio::net::TcpListener::bind(options.addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving MCP over streamable HTTP at /mcp");
@@ -93,9 +95,7 @@ pub async fn serve_http(
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { options.cancel.cancelled().await })
         .await?;
-    if let Some(run) = stateless.stateless.as_ref().and_then(OnceCell::get) {
-        run.shutdown().await;
-    }
+    stateless.shutdown().await;
     Ok(())
 }
 
@@ -186,22 +186,34 @@ fn rpc_error(status: StatusCode, id: serde_json::Value, code: i64, message: Stri
         .into_response()
 }
 
-async fn check_bearer(token: Option<&str>, request: Request, next: Next) -> Response {
-    if let Some(token) = token {
+/// Lets a request through only with one of `tokens` (any request when
+/// there are none), marking it with its [`Credential`].
+async fn check_bearer(tokens: &[String], mut request: Request, next: Next) -> Response {
+    let credential = if tokens.is_empty() {
+        Some(Credential(0))
+    } else {
         let given = request
             .headers()
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes())) {
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-                "missing or wrong bearer token",
-            )
-                .into_response();
-        }
-    }
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        // Every token is compared, so the time taken says nothing about
+        // which one matched.
+        tokens.iter().enumerate().fold(None, |found, (i, token)| {
+            let equal = constant_time_eq(given.as_bytes(), token.as_bytes());
+            found.or(equal.then_some(Credential(i)))
+        })
+    };
+    let Some(credential) = credential else {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+            "missing or wrong bearer token",
+        )
+            .into_response();
+    };
+    request.extensions_mut().insert(credential);
     next.run(request).await
 }
 

@@ -1,6 +1,8 @@
 //! The MCP handler: one instance per MCP session, one run per instance.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use gantry_core::{
     CallErrorKind, CallOptions, Human, Listing, Part, Progress, ProgressSink, Run, Tier, ToolResult,
@@ -33,11 +35,127 @@ pub(crate) struct Shared {
     /// Seals the echoed state of input-required round trips so a retry can
     /// only answer the call that asked.
     pub(crate) codec: RequestStateCodec,
-    /// Over HTTP, the run that stateless (2026-07-28) requests share. That
-    /// revision has no sessions to tell clients apart, and a fresh run per
-    /// request would start a language server for every call and forget
-    /// background jobs and staged edits between calls.
-    pub(crate) stateless: Option<OnceCell<Run>>,
+    /// Over HTTP, the runs of stateless (2026-07-28) requests, one per
+    /// credential. That revision has no sessions to tell clients apart: a
+    /// fresh run per request would start a language server for every call
+    /// and forget background jobs and staged edits between calls, and one
+    /// run for everybody would let one agent of a fleet see and touch
+    /// another's jobs.
+    pub(crate) stateless: Option<Arc<StatelessRuns>>,
+}
+
+/// Which credential a request came with: the index of its bearer token
+/// among the server's tokens (0 when the server takes none). Put on the
+/// request by the HTTP front end's token check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Credential(pub usize);
+
+/// The stateless runs of an HTTP server, one per credential, each ended
+/// after `idle` without a request, as a session is.
+pub(crate) struct StatelessRuns {
+    runs: std::sync::Mutex<HashMap<Credential, Arc<StatelessRun>>>,
+    idle: Duration,
+}
+
+/// One credential's run and when it was last used.
+struct StatelessRun {
+    cell: OnceCell<Run>,
+    last_used: std::sync::Mutex<Instant>,
+}
+
+impl StatelessRun {
+    fn touch(&self) {
+        *lock(&self.last_used) = Instant::now();
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl StatelessRuns {
+    pub(crate) fn new(idle: Duration) -> Arc<Self> {
+        Arc::new(StatelessRuns {
+            runs: std::sync::Mutex::new(HashMap::new()),
+            idle,
+        })
+    }
+
+    /// The run entry of `credential`, made (with its idle watch) on first
+    /// use, and marked used now.
+    fn entry(self: &Arc<Self>, credential: Credential) -> Arc<StatelessRun> {
+        let mut runs = lock(&self.runs);
+        if let Some(entry) = runs.get(&credential) {
+            entry.touch();
+            return entry.clone();
+        }
+        let entry = Arc::new(StatelessRun {
+            cell: OnceCell::new(),
+            last_used: std::sync::Mutex::new(Instant::now()),
+        });
+        runs.insert(credential, entry.clone());
+        tokio::spawn(self.clone().watch(credential, entry.clone()));
+        entry
+    }
+
+    /// Ends the run of `credential` once it has gone `idle` without a
+    /// request: sleeps until the deadline the last use sets, again while
+    /// requests keep coming.
+    async fn watch(self: Arc<Self>, credential: Credential, entry: Arc<StatelessRun>) {
+        loop {
+            let deadline = *lock(&entry.last_used) + self.idle;
+            tokio::time::sleep_until(deadline.into()).await;
+            if lock(&entry.last_used).elapsed() >= self.idle {
+                break;
+            }
+        }
+        lock(&self.runs).remove(&credential);
+        if let Some(run) = entry.cell.get() {
+            tracing::info!(?credential, "stateless run idle; ending it");
+            run.shutdown().await;
+        }
+    }
+
+    /// Ends every run (the server is stopping).
+    pub(crate) async fn shutdown(&self) {
+        let entries: Vec<Arc<StatelessRun>> = lock(&self.runs).drain().map(|(_, e)| e).collect();
+        for entry in entries {
+            if let Some(run) = entry.cell.get() {
+                run.shutdown().await;
+            }
+        }
+    }
+}
+
+/// Stands in for the person on a run shared by stateless requests: the
+/// person is reached per request, through the input-required round trip
+/// of a client that declared elicitation, never through the run.
+struct PerRequestOnly;
+
+#[gantry_core::async_trait]
+impl Human for PerRequestOnly {
+    async fn confirm(
+        &self,
+        _tool: &str,
+        _confirmation: &gantry_core::Confirmation,
+    ) -> Result<bool, gantry_core::HumanError> {
+        Err(per_request_only())
+    }
+
+    async fn ask(
+        &self,
+        _question: &gantry_core::Question,
+    ) -> Result<gantry_core::Answer, gantry_core::HumanError> {
+        Err(per_request_only())
+    }
+}
+
+fn per_request_only() -> gantry_core::HumanError {
+    gantry_core::HumanError::Unavailable(
+        "this client did not declare elicitation, so no person can be asked".into(),
+    )
 }
 
 impl Shared {
@@ -51,9 +169,9 @@ impl Shared {
         }
     }
 
-    /// For HTTP: stateless requests share one run.
-    pub(crate) fn with_stateless_run(mut self) -> Self {
-        self.stateless = Some(OnceCell::new());
+    /// For HTTP: stateless requests share one run per credential.
+    pub(crate) fn with_stateless_runs(mut self, runs: Arc<StatelessRuns>) -> Self {
+        self.stateless = Some(runs);
         self
     }
 }
@@ -103,23 +221,49 @@ impl GantryServer {
     }
 
     /// The session's run, built at the first request that tells what the
-    /// client can do.
-    async fn run(&self, context: &RequestContext<RoleServer>) -> Result<&Run, McpError> {
-        let cell = match &self.shared.stateless {
-            Some(shared) if is_modern(context) => shared,
-            _ => self.run.as_ref(),
-        };
-        cell.get_or_try_init(|| async {
-            let can_elicit = context
-                .client_capabilities()
-                .is_some_and(|caps| caps.elicitation.is_some());
-            let human: Option<Arc<dyn Human>> = can_elicit
-                .then(|| Arc::new(PeerHuman::new(context.peer.clone())) as Arc<dyn Human>);
+    /// client can do; for a stateless request, its credential's run.
+    async fn run(&self, context: &RequestContext<RoleServer>) -> Result<Run, McpError> {
+        let start = |human: Option<Arc<dyn Human>>| async move {
             (self.shared.factory)(human)
                 .map_err(|e| McpError::internal_error(format!("cannot start the run: {e:#}"), None))
-        })
-        .await
+        };
+        if let Some(runs) = &self.shared.stateless
+            && is_modern(context)
+        {
+            let credential = context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Credential>().copied())
+                .unwrap_or(Credential(0));
+            let entry = runs.entry(credential);
+            // Whether a person can be asked is per request on this
+            // protocol: the run registers what needs one, and each request
+            // sees it or not by its own capabilities.
+            let run = entry
+                .cell
+                .get_or_try_init(|| start(Some(Arc::new(PerRequestOnly) as Arc<dyn Human>)))
+                .await?;
+            return Ok(run.clone());
+        }
+        let can_elicit = can_elicit(context);
+        let run = self
+            .run
+            .get_or_try_init(|| {
+                start(
+                    can_elicit
+                        .then(|| Arc::new(PeerHuman::new(context.peer.clone())) as Arc<dyn Human>),
+                )
+            })
+            .await?;
+        Ok(run.clone())
     }
+}
+
+/// Whether the client behind this request declared elicitation.
+fn can_elicit(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|caps| caps.elicitation.is_some())
 }
 
 /// A tool failure as the model sees it: an `isError` result, never a
@@ -220,7 +364,13 @@ impl ServerHandler for GantryServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let run = self.run(&context).await?;
-        let tools = run.tools().into_iter().map(to_mcp_tool).collect();
+        let person = can_elicit(&context);
+        let tools = run
+            .tools()
+            .into_iter()
+            .filter(|tool| person || !tool.needs_person)
+            .map(to_mcp_tool)
+            .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -229,11 +379,21 @@ impl ServerHandler for GantryServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let run = self.run(&context).await?.clone();
+        let run = self.run(&context).await?;
         let modern = is_modern(&context);
-        let can_elicit = context
-            .client_capabilities()
-            .is_some_and(|caps| caps.elicitation.is_some());
+        let can_elicit = can_elicit(&context);
+        if !can_elicit
+            && run
+                .tools()
+                .iter()
+                .any(|tool| tool.name == *request.name && tool.needs_person)
+        {
+            return Ok(failure(format!(
+                "`{}` asks a person, and this client did not declare elicitation, so nobody \
+                 can answer; decide under a stated assumption instead",
+                request.name
+            )));
+        }
         let arguments = request
             .arguments
             .map(serde_json::Value::Object)
