@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use gantry_core::{Human, Run, Settings, Surface, Workspace};
+use gantry_core::{
+    Answer, ApprovalMode, Confirmation, Human, HumanError, Question, Run, RunBuilder, Settings,
+    Surface, Tier, Workspace,
+};
 
 /// Top-level settings keys some part of Gantry reads; anything else is
 /// warned about as likely a typo.
@@ -54,6 +57,26 @@ pub fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::R
     if let Some(human) = human {
         builder = builder.human(human);
     }
+    Ok(register_families(builder).build())
+}
+
+/// A run holding every tool Gantry has, on default settings and the full
+/// surface, with a stand-in person so that `ask_user` is wired too: the
+/// tool reference (`gantry tools --markdown`) is then the same on every
+/// machine, whatever its settings, terminal or root. It is only listed,
+/// never called.
+pub fn reference_run(root: &Path) -> anyhow::Result<Run> {
+    let workspace = Workspace::new(root)
+        .with_context(|| format!("cannot open workspace {}", root.display()))?;
+    let builder = Run::builder(workspace)
+        .settings(Settings::default())
+        .surface(Surface::new(Tier::Exec, ApprovalMode::Client))
+        .human(Arc::new(NoOneHere));
+    Ok(register_families(builder).build())
+}
+
+/// Registers every family: the one list of them.
+fn register_families(builder: RunBuilder) -> RunBuilder {
     let builder = gantry_fs::register(builder);
     let builder = gantry_edit::register(builder);
     let builder = gantry_memory::register(builder);
@@ -61,6 +84,24 @@ pub fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::R
     let builder = gantry_ast::register(builder);
     let builder = gantry_web::register(builder);
     let builder = gantry_shell::register(builder);
-    let builder = gantry_ask::register(builder);
-    Ok(builder.build())
+    gantry_ask::register(builder)
+}
+
+/// The person of [`reference_run`]: present so that every tool is wired,
+/// and unable to answer should anything ever ask.
+struct NoOneHere;
+
+#[gantry_core::async_trait]
+impl Human for NoOneHere {
+    async fn confirm(&self, _tool: &str, _confirmation: &Confirmation) -> Result<bool, HumanError> {
+        Err(HumanError::Unavailable(
+            "the tool reference has no person".into(),
+        ))
+    }
+
+    async fn ask(&self, _question: &Question) -> Result<Answer, HumanError> {
+        Err(HumanError::Unavailable(
+            "the tool reference has no person".into(),
+        ))
+    }
 }
