@@ -7,11 +7,16 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import time
 from pathlib import Path
 
-from conftest import env_for, gantry_bin
+import anyio
+import mcp
+import pytest
+
+from conftest import env_for, gantry_bin, process_exited, text_of
 
 
 def gantry(workspace: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -43,6 +48,64 @@ def test_call_errors_exit_nonzero_with_the_message(workspace: Path):
     assert not_json.returncode == 2 and "not valid JSON" in not_json.stderr
     hidden = gantry(workspace, "call", "shell", '{"command": "true"}', "--tier", "read")
     assert hidden.returncode == 1 and "limited to read tools" in hidden.stderr
+    assert "tool `shell` is an exec tool" in hidden.stderr, hidden.stderr
+    write = gantry(workspace, "call", "write_file", '{"path": "x", "content": ""}', "--tier", "read")
+    assert write.returncode == 1 and "tool `write_file` is a write tool" in write.stderr
+    # A tool that ran and failed is an error too, in either output form.
+    missing = gantry(workspace, "call", "read_file", '{"path": "nope.txt"}')
+    assert missing.returncode == 1 and "nope.txt" in missing.stderr
+    missing = gantry(workspace, "call", "read_file", '{"path": "nope.txt"}', "--json")
+    assert missing.returncode == 1 and json.loads(missing.stdout)["ok"] is False
+
+
+def _with_stdout_closed(workspace: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Runs gantry with a stdout nobody reads any more, as `| head -1` leaves
+    it: the pipe's read end is closed before gantry starts, so every write
+    fails with EPIPE."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [gantry_bin(), "--root", str(workspace), *args],
+            input=stdin,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env_for(workspace.parent),
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+
+
+def test_a_reader_that_went_away_is_no_error(workspace: Path):
+    session = json.dumps({"tool": "read_file", "args": {"path": "README.md"}}) + "\n"
+    for args, stdin in [
+        (["tools"], None),
+        (["tools", "--json"], None),
+        (["tools", "--markdown"], None),
+        (["status"], None),
+        (["call", "read_file", '{"path": "notes.txt"}'], None),
+        (["session"], session),
+    ]:
+        done = _with_stdout_closed(workspace, *args, stdin=stdin)
+        assert done.returncode == 0, (args, done.returncode, done.stderr)
+        assert "Broken pipe" not in done.stderr and "panicked" not in done.stderr, (args, done.stderr)
+    piped = subprocess.run(
+        ["bash", "-c", f"'{gantry_bin()}' --root '{workspace}' tools --json | head -1; exit ${{PIPESTATUS[0]}}"],
+        capture_output=True,
+        text=True,
+        env=env_for(workspace.parent),
+        timeout=60,
+    )
+    assert piped.returncode == 0 and piped.stdout == "[\n" and piped.stderr == "", piped
+
+
+def test_mcp_with_nothing_on_stdin_says_no_client_spoke(workspace: Path):
+    done = gantry(workspace, "mcp", stdin="")
+    assert done.returncode == 1, done
+    assert "stdin closed before any MCP client sent `initialize`" in done.stderr, done.stderr
+    assert "see README" in done.stderr and "connection closed" not in done.stderr
 
 
 def test_session_keeps_one_run_across_calls(workspace: Path):
@@ -166,3 +229,68 @@ def test_confirmation_on_a_terminal(workspace: Path):
     assert "+hi" in text, "the confirmation shows the diff: " + text
     assert "declined" in text
     assert not (workspace / "hello.txt").exists()
+
+
+STUBBORN_LSP = r"""#!/usr/bin/env python3
+# A language server that starts and answers, but never ends when asked to:
+# shutdown goes unanswered, exit and SIGTERM are ignored.
+import json, os, signal, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+while True:
+    length = None
+    while True:
+        line = stdin.readline()
+        if not line:
+            while True:
+                signal.pause()
+        if line.strip() == b"":
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    message = json.loads(stdin.read(length))
+    if "id" not in message or message.get("method") in (None, "shutdown"):
+        continue
+    result = {"capabilities": {}} if message["method"] == "initialize" else None
+    body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+    stdout.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    stdout.flush()
+"""
+
+
+@pytest.mark.anyio
+async def test_sigterm_ends_mcp_http_within_a_second(workspace: Path, http_server):
+    """A signal ends `gantry mcp --http` within a second even when a run
+    holds a language server that will not stop, and that server is killed,
+    not left behind."""
+    # Signalled the moment it listens, it still stops gracefully.
+    quick, _ = http_server()
+    quick.send_signal(signal.SIGTERM)
+    assert quick.wait(timeout=10) == 0
+
+    server = workspace / "stubborn-lsp"
+    server.write_text(STUBBORN_LSP)
+    server.chmod(0o755)
+    (workspace / "go.mod").write_text("module example.com/x\n")
+    (workspace / "main.go").write_text("package main\n")
+    (workspace / ".gantry").mkdir()
+    lsp_pid_file = workspace / "lsp.pid"
+    settings = {"lsp": {"servers": {"gopls": {"command": [str(server)], "args": [str(lsp_pid_file)]}}}}
+    (workspace / ".gantry" / "settings.json").write_text(json.dumps(settings))
+    proc, url = http_server()
+    async with mcp.Client(url) as client:
+        started = await client.call_tool("lsp", {"action": "reload", "file": "main.go"})
+        assert "restarted (pid" in text_of(started), text_of(started)
+    lsp_pid = int(lsp_pid_file.read_text())
+
+    signalled = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    with anyio.fail_after(10):
+        await process_exited(proc.pid)
+    took = time.monotonic() - signalled
+    assert proc.wait(timeout=10) == 0
+    assert took < 1.0, f"gantry mcp --http took {took:.2f} s to exit after SIGTERM"
+    with anyio.fail_after(10):
+        await process_exited(lsp_pid)

@@ -542,7 +542,7 @@ fn read_text(
     let of_total = match total {
         Some(total) => format!("of {total}"),
         None => format!(
-            "of a {} file (more lines follow; the total was not counted)",
+            "of a file of {} (more lines follow; the total was not counted)",
             human_size(size)
         ),
     };

@@ -268,7 +268,7 @@ async fn a_huge_file_is_streamed_not_loaded() {
     assert!(text.contains("    10\tlog line 10\n"), "{text}");
     assert!(
         text.ends_with(
-            "[showing lines 1-10 of a 2.1 GB file (more lines follow; the total was not counted); call again with offset 11]"
+            "[showing lines 1-10 of a file of 2.1 GB (more lines follow; the total was not counted); call again with offset 11]"
         ),
         "{text}"
     );

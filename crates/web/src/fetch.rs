@@ -144,7 +144,7 @@ fn check_scheme(url: &Url) -> Result<(), String> {
     match url.scheme() {
         "http" | "https" => Ok(()),
         other => Err(format!(
-            "only http and https URLs can be fetched; `{url}` is a {other} URL"
+            "only http and https URLs can be fetched; `{url}` has the scheme `{other}`"
         )),
     }
 }

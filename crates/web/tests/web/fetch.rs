@@ -432,7 +432,7 @@ async fn parameters_are_validated_by_name() {
         ),
         (
             json!({"url": "file:///etc/passwd", "prompt": "x"}),
-            "url: only http and https URLs can be fetched; `file:///etc/passwd` is a file URL",
+            "url: only http and https URLs can be fetched; `file:///etc/passwd` has the scheme `file`",
         ),
         (
             json!({"url": "ftp://example.com/x", "prompt": "x"}),
