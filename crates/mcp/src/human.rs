@@ -1,6 +1,6 @@
 //! Reaching the person through the MCP client's elicitation.
 //!
-//! Two protocol eras are live at once (see `shared/NOTES-mcp.md`): up to
+//! Two protocol eras of MCP are live at once: up to
 //! 2025-11-25 the server sends `elicitation/create` while the call is open
 //! ([`PeerHuman`]); from 2026-07-28 server-to-client requests are forbidden
 //! and the call returns an input-required result that the client answers by
