@@ -263,3 +263,13 @@ pub(crate) fn has_braced_statements(lang: SupportLang) -> bool {
             | Swift
     )
 }
+
+/// Languages whose statements end in `;`: a statement pattern written
+/// without it (`if (x != null) x.dispose()`) is tried again with one.
+pub(crate) fn ends_statements_with_semicolon(lang: SupportLang) -> bool {
+    use SupportLang::*;
+    matches!(
+        lang,
+        C | Cpp | CSharp | Dart | Java | JavaScript | TypeScript | Tsx | Php | Rust
+    )
+}

@@ -136,30 +136,50 @@ impl Query {
         let mut signatures = BTreeSet::new();
         let mut failures: Vec<(&'static str, String)> = Vec::new();
         let mut notes = Vec::new();
-        for scaffold in lang::scaffolds(lang) {
-            let mut failure = None;
-            for variant in &variants {
-                match try_context(variant, &scaffold, lang) {
-                    Ok((alternative, signature, swallowed)) => {
-                        failure = None;
-                        for note in swallowed {
-                            if !notes.contains(&note) {
-                                notes.push(note);
+        // People write statement patterns without the final `;` all the
+        // time; where the language ends statements with one and no context
+        // takes the fragment as written, it is tried again with the `;`.
+        let with_semicolon = (lang::ends_statements_with_semicolon(lang)
+            && !processed.ends_with([';', '}']))
+        .then(|| vec![format!("{processed};")]);
+        let rounds = std::iter::once(variants).chain(with_semicolon);
+        // The reasons reported are those of the fragment as written.
+        let mut first_failures = None;
+        for variants in rounds {
+            if !alternatives.is_empty() {
+                break;
+            }
+            if first_failures.is_none() && !failures.is_empty() {
+                first_failures = Some(std::mem::take(&mut failures));
+            }
+            for scaffold in lang::scaffolds(lang) {
+                let mut failure = None;
+                for variant in &variants {
+                    match try_context(variant, &scaffold, lang) {
+                        Ok((alternative, signature, swallowed)) => {
+                            failure = None;
+                            for note in swallowed {
+                                if !notes.contains(&note) {
+                                    notes.push(note);
+                                }
+                            }
+                            if signatures.insert(signature) {
+                                alternatives.push(alternative);
                             }
                         }
-                        if signatures.insert(signature) {
-                            alternatives.push(alternative);
-                        }
+                        Err(reason) if failure.is_none() => failure = Some(reason),
+                        Err(_) => {}
                     }
-                    Err(reason) if failure.is_none() => failure = Some(reason),
-                    Err(_) => {}
+                }
+                if let Some(reason) = failure
+                    && !alternatives.iter().any(|a| a.context == scaffold.name)
+                {
+                    failures.push((scaffold.name, reason));
                 }
             }
-            if let Some(reason) = failure
-                && !alternatives.iter().any(|a| a.context == scaffold.name)
-            {
-                failures.push((scaffold.name, reason));
-            }
+        }
+        if let Some(first) = first_failures {
+            failures = first;
         }
         if alternatives.is_empty() {
             let mut message = format!(

@@ -61,30 +61,29 @@ impl<'a> Sources<'a> {
     }
 }
 
-/// A location reduced to what is shown: a file and a 0-based line.
-pub type Spot = (PathBuf, u32);
+/// A location reduced to what is shown and counted: a file, a 0-based line
+/// and the 0-based character it starts at (two uses on one line are two).
+pub type Spot = (PathBuf, u32, u32);
 
 /// The spots of a definition-like answer.
 pub fn definition_spots(response: Option<GotoDefinitionResponse>) -> Vec<Spot> {
     let mut spots = Vec::new();
-    let mut push = |uri: &Url, line: u32| {
+    let mut push = |uri: &Url, at: lsp_types::Position| {
         if let Some(path) = uri_to_path(uri) {
-            spots.push((path, line));
+            spots.push((path, at.line, at.character));
         }
     };
     match response {
         None => {}
-        Some(GotoDefinitionResponse::Scalar(location)) => {
-            push(&location.uri, location.range.start.line)
-        }
+        Some(GotoDefinitionResponse::Scalar(location)) => push(&location.uri, location.range.start),
         Some(GotoDefinitionResponse::Array(locations)) => {
             for location in locations {
-                push(&location.uri, location.range.start.line);
+                push(&location.uri, location.range.start);
             }
         }
         Some(GotoDefinitionResponse::Link(links)) => {
             for link in links {
-                push(&link.target_uri, link.target_selection_range.start.line);
+                push(&link.target_uri, link.target_selection_range.start);
             }
         }
     }
@@ -95,41 +94,73 @@ pub fn definition_spots(response: Option<GotoDefinitionResponse>) -> Vec<Spot> {
 pub fn location_spots(locations: Vec<Location>) -> Vec<Spot> {
     locations
         .into_iter()
-        .filter_map(|l| Some((uri_to_path(&l.uri)?, l.range.start.line)))
+        .filter_map(|l| {
+            Some((
+                uri_to_path(&l.uri)?,
+                l.range.start.line,
+                l.range.start.character,
+            ))
+        })
         .collect()
 }
 
-/// Spots grouped by file, each with its source line; `cap` stated when
-/// hit. A single spot is one `path:line: source` line.
-pub fn spots(sources: &mut Sources, title: &str, mut spots: Vec<Spot>, cap: usize) -> String {
+/// `n` and the noun, singular or plural: `1 file`, `4 lines`.
+fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Spots grouped by file, each line with its source and, when it holds
+/// several, how many; the count says what it counts ("5 references on 4
+/// lines in 2 files") and `cap` is stated when hit. A single spot is one
+/// `path:line: source` line. `noun` names one spot ("reference").
+pub fn spots(
+    sources: &mut Sources,
+    title: &str,
+    noun: &str,
+    mut spots: Vec<Spot>,
+    cap: usize,
+) -> String {
     spots.sort();
     spots.dedup();
     let total = spots.len();
     if total == 1 {
-        let (path, line) = &spots[0];
+        let (path, line, _) = &spots[0];
         let source = sources.line(path, *line);
         return format!("{title}:\n{}:{}: {source}", sources.show(path), line + 1);
     }
     let shown: Vec<Spot> = spots.into_iter().take(cap).collect();
-    let mut by_file: BTreeMap<String, Vec<(u32, PathBuf)>> = BTreeMap::new();
-    for (path, line) in &shown {
-        by_file
+    // File → line → how many spots on it.
+    let mut by_file: BTreeMap<String, (PathBuf, BTreeMap<u32, usize>)> = BTreeMap::new();
+    for (path, line, _) in &shown {
+        *by_file
             .entry(sources.show(path))
-            .or_default()
-            .push((*line, path.clone()));
+            .or_insert_with(|| (path.clone(), BTreeMap::new()))
+            .1
+            .entry(*line)
+            .or_default() += 1;
     }
-    let files = by_file.len();
+    let files = counted(by_file.len(), "file");
+    let lines = counted(by_file.values().map(|(_, l)| l.len()).sum(), "line");
     let count = if total > cap {
-        format!("{cap} of {total} shown, in {files} file(s); the cap is {cap}")
+        format!("{cap} of {total} {noun}s shown, on {lines} in {files}; the cap is {cap}")
     } else {
-        format!("{total} in {files} file(s)")
+        format!("{} on {lines} in {files}", counted(total, noun))
     };
     let mut out = format!("{title} ({count}):\n");
-    for (shown_path, lines) in by_file {
+    for (shown_path, (path, lines)) in by_file {
         out.push_str(&format!("{shown_path}\n"));
-        for (line, path) in lines {
+        for (line, many) in lines {
             let source = sources.line(&path, line);
-            out.push_str(&format!("  {}: {source}\n", line + 1));
+            let several = if many > 1 {
+                format!("  ({many} on this line)")
+            } else {
+                String::new()
+            };
+            out.push_str(&format!("  {}: {source}{several}\n", line + 1));
         }
     }
     out.trim_end().to_string()
@@ -234,27 +265,39 @@ mod tests {
         let text = spots(
             &mut sources,
             "references to `x`",
+            "reference",
             vec![
-                (b.clone(), 0),
-                (a.clone(), 1),
-                (a.clone(), 0),
-                (a.clone(), 0),
+                (b.clone(), 0, 14),
+                (a.clone(), 1, 6),
+                (a.clone(), 0, 0),
+                (a.clone(), 0, 0),
+                (a.clone(), 1, 0),
             ],
             50,
         );
         assert_eq!(
             text,
-            "references to `x` (3 in 2 file(s)):\na.py\n  1: x = 1\n  2: print(x)\nb.py\n  1: from a import x"
+            "references to `x` (4 references on 3 lines in 2 files):\na.py\n  1: x = 1\n  2: print(x)  (2 on this line)\nb.py\n  1: from a import x"
         );
-        let one = spots(&mut sources, "definition", vec![(a.clone(), 1)], 50);
+        let one = spots(
+            &mut sources,
+            "definition",
+            "definition",
+            vec![(a.clone(), 1, 6)],
+            50,
+        );
         assert_eq!(one, "definition:\na.py:2: print(x)");
         let capped = spots(
             &mut sources,
             "references",
-            vec![(a.clone(), 0), (a.clone(), 1), (b.clone(), 0)],
+            "reference",
+            vec![(a.clone(), 0, 0), (a.clone(), 1, 0), (b.clone(), 0, 0)],
             2,
         );
-        assert!(capped.contains("(2 of 3 shown"), "{capped}");
+        assert!(
+            capped.contains("(2 of 3 references shown, on 2 lines in 1 file"),
+            "{capped}"
+        );
     }
 
     #[test]

@@ -370,25 +370,29 @@ impl Ask<'_> {
         if spots.is_empty() {
             return Ok(None);
         }
-        let (title, cap) = match action {
+        let (title, noun, cap) = match action {
             Action::Definition => (
                 format!("definition of `{symbol}` ({})", self.here()),
+                "definition",
                 usize::MAX,
             ),
             Action::TypeDefinition => (
                 format!("type of `{symbol}` ({}) is declared at", self.here()),
+                "declaration",
                 usize::MAX,
             ),
             Action::Implementation => (
                 format!("implementations of `{symbol}` ({})", self.here()),
+                "implementation",
                 usize::MAX,
             ),
             _ => (
                 format!("references to `{symbol}` ({})", self.here()),
+                "reference",
                 render::REFERENCES_CAP,
             ),
         };
-        Ok(Some(render::spots(&mut sources, &title, spots, cap)))
+        Ok(Some(render::spots(&mut sources, &title, noun, spots, cap)))
     }
 
     async fn code_actions(

@@ -77,7 +77,12 @@ async fn navigation_answers_with_paths_lines_and_source() {
         json!({"action": "references", "file": "main.py", "line": 3, "symbol": "naïve", "occurrence": 2}),
     )
     .await;
-    assert!(naive.contains("main.py:3:"), "{naive}");
+    // Two uses on one line are two references, and the count says so.
+    assert!(
+        naive.contains("(2 references on 1 line in 1 file)")
+            && naive.contains("  3: naïve = \"☕☕\"; café = greet(naïve)  (2 on this line)"),
+        "{naive}"
+    );
     assert!(!naive.contains("ERROR"), "{naive}");
 
     let references = lsp(
@@ -85,7 +90,7 @@ async fn navigation_answers_with_paths_lines_and_source() {
         json!({"action": "references", "file": "app/util.py", "line": 1, "symbol": "greet"}),
     )
     .await;
-    assert!(references.contains("in 2 file(s)"), "{references}");
+    assert!(references.contains("lines in 2 files)"), "{references}");
     assert!(
         references.contains("main.py\n  1: from app.util import greet, Impl"),
         "{references}"

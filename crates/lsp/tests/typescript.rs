@@ -82,7 +82,10 @@ async fn navigation_answers_on_a_typescript_project() {
         json!({"action": "references", "file": "src/shapes.ts", "line": 21, "symbol": "totalArea"}),
     )
     .await;
-    assert!(references.contains("(3 in 2 file(s))"), "{references}");
+    assert!(
+        references.contains("(3 references on 3 lines in 2 files)"),
+        "{references}"
+    );
     assert!(
         references.contains("src/main.ts\n  1: import { Circle, Shape, Square, totalArea } from \"./shapes\";\n  5: const total: number = totalArea(shapes);"),
         "{references}"
@@ -141,7 +144,10 @@ async fn navigation_answers_on_a_typescript_project() {
         json!({"action": "implementation", "file": "src/main.ts", "line": 6, "symbol": "area"}),
     )
     .await;
-    assert!(methods.contains("(2 in 1 file(s))"), "{methods}");
+    assert!(
+        methods.contains("(2 implementations on 2 lines in 1 file)"),
+        "{methods}"
+    );
     assert!(
         methods.contains("src/shapes.ts\n  8: area(): number {\n  15: area(): number {"),
         "{methods}"
