@@ -26,6 +26,23 @@ export GANTRY_CONFORMANCE_BIN="$(scripts/install-conformance.sh)"
 
 # --- the suite -----------------------------------------------------------------
 export CI="${CI:-}"
-cargo build -p gantry
+# One build of the dependency graph. `cargo build -p gantry` would resolve
+# features for that package alone and `cargo test --workspace` for the whole
+# workspace, compiling most crates twice; `--no-run` builds every test, and
+# with them the gantry binary (crates/cli has integration tests that run
+# it), with the features the tests use. The binary the end-to-end tests run
+# is the one cargo reports building here, not whatever target/ holds.
+gantry_bin="$(
+  cargo test --workspace --no-run --message-format=json-render-diagnostics |
+    python3 -c '
+import json, sys
+built = [m["executable"] for m in map(json.loads, sys.stdin)
+         if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "gantry"
+         and m["target"]["kind"] == ["bin"] and not m["profile"]["test"]]
+if not built:
+    sys.exit("scripts/test.sh: cargo test --workspace --no-run did not build the gantry binary")
+print(built[-1])
+'
+)"
 cargo test --workspace
-GANTRY_BIN="$PWD/target/debug/gantry" python3 -m pytest -q tests/e2e
+GANTRY_BIN="$gantry_bin" python3 -m pytest -q tests/e2e
