@@ -9,9 +9,25 @@ use std::process::Command;
 use serde_json::Value;
 
 const STANDARD_FORMATS: [&str; 19] = [
-    "date-time", "date", "time", "duration", "email", "idn-email", "hostname",
-    "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid",
-    "uri-template", "json-pointer", "relative-json-pointer", "regex",
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
 ];
 
 fn tools() -> Vec<Value> {
@@ -22,7 +38,11 @@ fn tools() -> Vec<Value> {
         .env("GANTRY_HOME", ws.path().join(".home"))
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
@@ -43,7 +63,9 @@ fn strict_problems(schema: &Value, at: &str, problems: &mut Vec<String>) {
         if let Some(Value::Array(branches)) = object.get(key)
             && branches.iter().all(|b| b.get("const").is_some())
         {
-            problems.push(format!("{at}: a closed choice as {key} of consts; use type + enum"));
+            problems.push(format!(
+                "{at}: a closed choice as {key} of consts; use type + enum"
+            ));
         }
     }
     if object.contains_key("enum") && !object.contains_key("type") {
@@ -95,5 +117,10 @@ fn every_schema_is_valid_2020_12_and_strict() {
         assert_eq!(schema["type"], "object", "{name}");
         strict_problems(schema, name, &mut problems);
     }
-    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} problems:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }

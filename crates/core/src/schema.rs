@@ -331,7 +331,6 @@ impl ParamSchema {
     }
 }
 
-
 /// Arguments that passed a schema check.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
@@ -352,7 +351,6 @@ fn near_miss(given: &str, real: &str) -> bool {
         || (given.len() >= 3 && real.starts_with(&given))
         || given.ends_with(&format!("_{real}"))
 }
-
 
 /// The schema that governs the value at `path`, following `properties` and
 /// `items`.
