@@ -32,7 +32,10 @@ fn docs_tools_md_is_current() {
             .enumerate()
             .find(|(_, (new, old))| new != old)
             .map(|(i, (new, old))| {
-                format!("line {}:\n  docs/tools.md: {old}\n  generated:     {new}", i + 1)
+                format!(
+                    "line {}:\n  docs/tools.md: {old}\n  generated:     {new}",
+                    i + 1
+                )
             })
             .unwrap_or_else(|| {
                 format!(
