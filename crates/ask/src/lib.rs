@@ -44,6 +44,12 @@ impl Default for AskSettings {
     }
 }
 
+/// The family as the run assembly wires it.
+pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("ask", register)
+    .settings(&[SETTINGS_SECTION], |settings| {
+        gantry_core::check_section::<AskSettings>(settings, SETTINGS_SECTION)
+    });
+
 /// Adds `ask_user` when the builder has a person wired, otherwise records
 /// why it is missing.
 pub fn register(builder: RunBuilder) -> RunBuilder {
@@ -231,47 +237,6 @@ fn describe_answer(question: &Question, chosen: &[String], text: Option<&str>) -
     out
 }
 
-/// Reads a typed reply against a question: numbers pick options (several,
-/// separated by commas or spaces, when multi-select), anything else is free
-/// text where allowed. An empty reply is a skip.
-pub fn parse_reply(question: &Question, reply: &str) -> Result<Answer, String> {
-    let reply = reply.trim();
-    if reply.is_empty() {
-        return Ok(Answer::Skipped);
-    }
-    let tokens: Vec<&str> = reply
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|t| !t.is_empty())
-        .collect();
-    let numbers: Option<Vec<usize>> = tokens.iter().map(|t| t.parse().ok()).collect();
-    if let Some(numbers) = numbers.filter(|_| !question.options.is_empty()) {
-        if numbers.len() > 1 && !question.multi_select {
-            return Err("choose one option".into());
-        }
-        let mut chosen = Vec::new();
-        for number in numbers {
-            let option = number
-                .checked_sub(1)
-                .and_then(|i| question.options.get(i))
-                .ok_or_else(|| format!("choose a number from 1 to {}", question.options.len()))?;
-            if !chosen.contains(&option.label) {
-                chosen.push(option.label.clone());
-            }
-        }
-        return Ok(Answer::Given { chosen, text: None });
-    }
-    if question.allow_free_text {
-        return Ok(Answer::Given {
-            chosen: Vec::new(),
-            text: Some(reply.to_string()),
-        });
-    }
-    Err(format!(
-        "answer with an option number from 1 to {}",
-        question.options.len()
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,30 +264,26 @@ mod tests {
     fn replies_are_parsed_against_the_question() {
         let single = question(false, false);
         assert_eq!(
-            parse_reply(&single, "2").unwrap(),
+            single.read_reply("2").unwrap(),
             Answer::Given {
                 chosen: vec!["SQLite".into()],
                 text: None
             }
         );
-        assert_eq!(parse_reply(&single, "  ").unwrap(), Answer::Skipped);
-        assert!(
-            parse_reply(&single, "1,2")
-                .unwrap_err()
-                .contains("one option")
-        );
-        assert!(parse_reply(&single, "3").unwrap_err().contains("1 to 2"));
-        assert!(parse_reply(&single, "mongo").is_err());
+        assert_eq!(single.read_reply("  ").unwrap(), Answer::Skipped);
+        assert!(single.read_reply("1,2").unwrap_err().contains("one option"));
+        assert!(single.read_reply("3").unwrap_err().contains("1 to 2"));
+        assert!(single.read_reply("mongo").is_err());
         let multi = question(true, true);
         assert_eq!(
-            parse_reply(&multi, "2, 1 2").unwrap(),
+            multi.read_reply("2, 1 2").unwrap(),
             Answer::Given {
                 chosen: vec!["SQLite".into(), "Postgres".into()],
                 text: None
             }
         );
         assert_eq!(
-            parse_reply(&multi, "use mongo").unwrap(),
+            multi.read_reply("use mongo").unwrap(),
             Answer::Given {
                 chosen: vec![],
                 text: Some("use mongo".into())

@@ -121,6 +121,12 @@ impl Resource for AstState {
     }
 }
 
+/// The family as the run assembly wires it.
+pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("ast", register)
+    .settings(&[SETTINGS_SECTION], |settings| {
+        gantry_core::check_section::<AstSettings>(settings, SETTINGS_SECTION)
+    });
+
 /// Adds `ast_grep`, `ast_edit` and `resolve`, sharing one parse cache and
 /// one table of staged edits that live and die with the run. The cache cap
 /// comes from settings `ast.cacheMegabytes` (default 512).

@@ -3,7 +3,6 @@
 
 mod reference;
 mod terminal;
-mod wiring;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::net::SocketAddr;
@@ -17,7 +16,7 @@ use gantry_core::{ApprovalMode, CallError, Human, Run, Surface, Tier, ToolResult
 use serde_json::{Value, json};
 
 use crate::terminal::TerminalHuman;
-use crate::wiring::RunConfig;
+use gantry_assembly::RunConfig;
 
 /// Gantry: one registry of tools for coding agents.
 #[derive(Parser)]
@@ -225,10 +224,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             tokens.retain(|token| !token.is_empty());
             let config = config(surface.surface(ApprovalMode::Client));
             // Fail now, not at the first client request, on a bad root or settings.
-            wiring::open(&config.root)?;
-            let factory: gantry_mcp::RunFactory =
-                Arc::new(move |human| wiring::build_run(&config, human));
-            let instructions = gantry_memory::instructions(&root);
+            gantry_assembly::open(&config.root)?;
+            let factory: gantry_mcp::RunFactory = Arc::new(move |human| {
+                let config = config.clone();
+                Box::pin(async move { gantry_assembly::build_run(&config, human).await })
+            });
             let shutdown = shutdown_signal()?;
             match http {
                 Some(addr) => {
@@ -240,7 +240,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                         idle: Duration::from_secs(idle_timeout.max(1)),
                         cancel: cancel.clone(),
                     };
-                    let server = gantry_mcp::serve_http(factory, instructions, options);
+                    let server = gantry_mcp::serve_http(factory, options);
                     tokio::pin!(server);
                     tokio::select! {
                         result = &mut server => result?,
@@ -261,7 +261,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                         print_mcp_hint(&root);
                     }
                     tokio::select! {
-                        result = gantry_mcp::serve_stdio(factory, instructions) => match result {
+                        result = gantry_mcp::serve_stdio(factory) => match result {
                             Err(error) if no_mcp_client(&error) => {
                                 eprintln!(
                                     "gantry mcp: stdin closed before any MCP client sent `initialize`; \
@@ -283,13 +283,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             markdown,
         } => {
             if markdown {
-                let run = wiring::reference_run(&root)?;
+                let run = gantry_assembly::reference_run(&root).await?;
                 let tools = run.registry().list(Tier::Exec);
                 let docs: Vec<reference::ToolDoc> = tools.iter().map(Into::into).collect();
                 std::io::stdout().write_all(reference::markdown(&docs).as_bytes())?;
                 return Ok(std::process::ExitCode::SUCCESS);
             }
-            let run = wiring::build_run(&config(surface.surface(ApprovalMode::Client)), None)?;
+            let run =
+                gantry_assembly::build_run(&config(surface.surface(ApprovalMode::Client)), None)
+                    .await?;
             print_tools(&run, json)?;
             Ok(std::process::ExitCode::SUCCESS)
         }
@@ -304,29 +306,32 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 Some(text) => serde_json::from_str(text)
                     .with_context(|| format!("the arguments are not valid JSON: {text}"))?,
             };
-            let run = wiring::build_run(
+            let run = gantry_assembly::build_run(
                 &config(surface.surface(ApprovalMode::Client)),
                 interactive(),
-            )?;
+            )
+            .await?;
             let outcome = run.call(&tool, args).await;
             run.shutdown().await;
             Ok(print_call(outcome, json))
         }
         Command::Session { surface } => {
-            let run = wiring::build_run(
+            let run = gantry_assembly::build_run(
                 &config(surface.surface(ApprovalMode::Client)),
                 interactive(),
-            )?;
+            )
+            .await?;
             let outcome = session(&run).await;
             run.shutdown().await;
             outcome?;
             Ok(std::process::ExitCode::SUCCESS)
         }
         Command::Status { surface } => {
-            let run = wiring::build_run(
+            let run = gantry_assembly::build_run(
                 &config(surface.surface(ApprovalMode::Client)),
                 interactive(),
-            )?;
+            )
+            .await?;
             let printed = match print_status(&run) {
                 Ok(()) => print_family_status(&run).await,
                 failed => failed,
@@ -514,7 +519,8 @@ fn print_status(run: &Run) -> std::io::Result<()> {
             writeln!(out, "  {tier:5}  {}", names.join(", "))?;
         }
     }
-    let withheld: Vec<_> = run.registry().withheld().collect();
+    let registry = run.registry();
+    let withheld: Vec<_> = registry.withheld().collect();
     if !withheld.is_empty() {
         writeln!(out, "\nnot wired here:")?;
         for (name, reason) in withheld {
@@ -530,12 +536,12 @@ fn print_status(run: &Run) -> std::io::Result<()> {
 /// What `gantry status` adds from the families that can explain themselves
 /// (which language servers can start here, and why not).
 async fn print_family_status(run: &Run) -> std::io::Result<()> {
-    if run.registry().get("lsp").is_none() {
-        return Ok(());
-    }
-    if let Ok(result) = run.call("lsp", json!({"action": "status"})).await {
-        let mut out = std::io::stdout();
-        writeln!(out, "\nlanguage servers:\n{}", result.text_content())?;
+    let mut out = std::io::stdout();
+    for (family, lines) in gantry_assembly::status(run).await {
+        writeln!(out, "\n{family}:")?;
+        for line in lines {
+            writeln!(out, "{line}")?;
+        }
     }
     Ok(())
 }

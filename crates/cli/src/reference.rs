@@ -88,7 +88,14 @@ pub fn markdown(tools: &[ToolDoc<'_>]) -> String {
          it by hand; regenerate it with `{REGENERATE}`.\n\n\
          A surface shows the tools up to its tier cap (`--tier`): `read` tools have\n\
          no side effects, `write` tools change files, `exec` tools run processes.\n\
-         `ask_user` is listed only where a person can answer.\n"
+         A tool that asks a person is listed only where a person can answer.\n\n\
+         Parameters: a call is checked against the schema and a bad value is an\n\
+         error naming the parameter and what was expected. An unknown parameter\n\
+         that is a near miss of a real one (within two edits, a real name as its\n\
+         prefix or last word: `limt`, `file_path`) is an error with \"did you\n\
+         mean\"; any other unknown parameter (one a client adds to every tool,\n\
+         such as Gemini CLI's `wait_for_previous`) is ignored and named in one\n\
+         line at the end of the result.\n"
     );
     out.push_str("| tool | tier | what it does |\n|---|---|---|\n");
     for tool in tools {

@@ -71,7 +71,7 @@ impl Human for TerminalHuman {
         prompt.push_str(hint);
         loop {
             let line = prompt_line(prompt.clone()).await?;
-            match gantry_ask::parse_reply(question, &line) {
+            match question.read_reply(&line) {
                 Ok(answer) => return Ok(answer),
                 Err(problem) => prompt = format!("{problem}. {hint}"),
             }

@@ -41,6 +41,50 @@ pub struct Question {
 }
 
 impl Question {
+    /// Reads a typed reply against a question: numbers pick options (several,
+    /// separated by commas or spaces, when multi-select), anything else is free
+    /// text where allowed. An empty reply is a skip.
+    pub fn read_reply(&self, reply: &str) -> Result<Answer, String> {
+        let question = self;
+        let reply = reply.trim();
+        if reply.is_empty() {
+            return Ok(Answer::Skipped);
+        }
+        let tokens: Vec<&str> = reply
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|t| !t.is_empty())
+            .collect();
+        let numbers: Option<Vec<usize>> = tokens.iter().map(|t| t.parse().ok()).collect();
+        if let Some(numbers) = numbers.filter(|_| !question.options.is_empty()) {
+            if numbers.len() > 1 && !question.multi_select {
+                return Err("choose one option".into());
+            }
+            let mut chosen = Vec::new();
+            for number in numbers {
+                let option = number
+                    .checked_sub(1)
+                    .and_then(|i| question.options.get(i))
+                    .ok_or_else(|| {
+                        format!("choose a number from 1 to {}", question.options.len())
+                    })?;
+                if !chosen.contains(&option.label) {
+                    chosen.push(option.label.clone());
+                }
+            }
+            return Ok(Answer::Given { chosen, text: None });
+        }
+        if question.allow_free_text {
+            return Ok(Answer::Given {
+                chosen: Vec::new(),
+                text: Some(reply.to_string()),
+            });
+        }
+        Err(format!(
+            "answer with an option number from 1 to {}",
+            question.options.len()
+        ))
+    }
+
     /// The question as numbered text, the same on a terminal and in a
     /// client's dialog.
     pub fn render(&self) -> String {

@@ -44,6 +44,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod family;
 pub mod human;
 mod pipeline;
 pub mod registry;
@@ -60,6 +61,7 @@ pub mod workspace;
 pub mod write;
 
 pub use async_trait::async_trait;
+pub use family::{Family, PlainFamily, WireError, check_section};
 pub use human::{Answer, Choice, Confirmation, Human, HumanError, Question};
 pub use pipeline::{CallError, CallErrorKind, CallOptions};
 pub use registry::Listing;

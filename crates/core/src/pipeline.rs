@@ -117,7 +117,7 @@ impl Run {
         let fail = |kind, message: String| CallError { kind, message };
 
         // Lookup.
-        let Some(entry) = registry.get(name) else {
+        let Some(entry) = registry.get(name).cloned() else {
             if let Some(reason) = registry.withheld_reason(name) {
                 return Err(fail(
                     CallErrorKind::Unavailable,

@@ -41,10 +41,12 @@ pub struct Listing {
     pub input_schema: Value,
 }
 
-/// The tools of a run. Built once, then read without locks.
-#[derive(Default)]
+/// The tools of a run. A run reads a snapshot of it per call; a change
+/// (a family adding or removing tools at run time) makes a new snapshot,
+/// so a call in flight keeps the entry it looked up.
+#[derive(Default, Clone)]
 pub struct Registry {
-    entries: BTreeMap<String, Entry>,
+    entries: BTreeMap<String, Arc<Entry>>,
     withheld: BTreeMap<String, String>,
 }
 
@@ -62,14 +64,22 @@ impl Registry {
         let exclusive = spec.exclusive.then(|| tokio::sync::Mutex::new(()));
         self.entries.insert(
             spec.name.clone(),
-            Entry {
+            Arc::new(Entry {
                 tool,
                 spec,
                 schema,
                 exclusive,
-            },
+            }),
         );
         Ok(())
+    }
+
+    /// Removes a tool, recording why it is gone (a call by name then says
+    /// so); whether it was there.
+    pub fn unregister(&mut self, name: &str, reason: impl Into<String>) -> bool {
+        let removed = self.entries.remove(name).is_some();
+        self.withheld.insert(name.to_string(), reason.into());
+        removed
     }
 
     /// Records that `name` exists in Gantry but is not wired for this run,
@@ -82,7 +92,7 @@ impl Registry {
     }
 
     /// Looks a tool up by name.
-    pub fn get(&self, name: &str) -> Option<&Entry> {
+    pub fn get(&self, name: &str) -> Option<&Arc<Entry>> {
         self.entries.get(name)
     }
 

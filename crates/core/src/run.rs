@@ -96,7 +96,9 @@ pub(crate) struct RunInner {
     pub(crate) workspace: Workspace,
     pub(crate) settings: Settings,
     pub(crate) surface: Surface,
-    pub(crate) registry: Registry,
+    registry: std::sync::RwLock<Arc<Registry>>,
+    /// Bumped at every change of the registry after the run was built.
+    tools_changed: tokio::sync::watch::Sender<u64>,
     pub(crate) human: Option<Arc<dyn Human>>,
     resources: Mutex<Vec<Arc<dyn Resource>>>,
     notices: Notices,
@@ -162,14 +164,45 @@ impl Run {
         self.inner.surface
     }
 
-    /// The registry of this run.
-    pub fn registry(&self) -> &Registry {
-        &self.inner.registry
+    /// The registry of this run as it is now.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.inner
+            .registry
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// The tools the run's surface sees.
     pub fn tools(&self) -> Vec<Listing> {
-        self.inner.registry.list(self.inner.surface.cap)
+        self.registry().list(self.inner.surface.cap)
+    }
+
+    /// Changes the registry after the run was built (a family whose
+    /// bridged server came or went) and tells every watcher of
+    /// [`Run::tools_changed`], so front ends can say the list changed.
+    /// Calls in flight keep the tools they looked up.
+    pub fn change_tools<T>(&self, change: impl FnOnce(&mut Registry) -> T) -> T {
+        let outcome = {
+            let mut registry = self
+                .inner
+                .registry
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut next = Registry::clone(&registry);
+            let outcome = change(&mut next);
+            *registry = Arc::new(next);
+            outcome
+        };
+        self.inner
+            .tools_changed
+            .send_modify(|version| *version += 1);
+        outcome
+    }
+
+    /// A receiver that wakes at every change of the run's tools.
+    pub fn tools_changed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.tools_changed.subscribe()
     }
 
     /// Text for the client's system prompt (memory files, notes of
@@ -355,7 +388,8 @@ impl RunBuilder {
                 workspace: self.workspace,
                 settings: self.settings,
                 surface: self.surface,
-                registry: self.registry,
+                registry: std::sync::RwLock::new(Arc::new(self.registry)),
+                tools_changed: tokio::sync::watch::channel(0).0,
                 human: self.human,
                 resources: Mutex::new(self.resources),
                 notices: self.notices,

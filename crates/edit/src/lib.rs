@@ -60,6 +60,9 @@ pub fn tools() -> Vec<Arc<dyn DynTool>> {
     vec![Arc::new(WriteFile), Arc::new(Edit), Arc::new(ApplyPatch)]
 }
 
+/// The family as the run assembly wires it.
+pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("edit", register);
+
 /// Adds `write_file`, `edit` and `apply_patch` to a run being wired. They
 /// need nothing beyond the workspace and the run's write path.
 pub fn register(mut builder: RunBuilder) -> RunBuilder {

@@ -62,6 +62,9 @@ pub fn tools() -> Vec<Arc<dyn DynTool>> {
     ]
 }
 
+/// The family as the run assembly wires it.
+pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("fs", register);
+
 /// Adds `ls`, `read_file`, `read_many_files`, `glob` and `grep` to a run
 /// being wired. They need no resource beyond the workspace, so every run
 /// can have them.

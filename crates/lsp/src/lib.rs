@@ -57,6 +57,44 @@ pub use servers::{Config, LspSettings};
 pub use supervisor::Supervisor;
 pub use tool::{Action, Lsp, LspParams};
 
+/// The family as the run assembly wires it; its status is the language
+/// server table (which servers can start here, and why the others not).
+pub struct LspFamily;
+
+#[gantry_core::async_trait]
+impl gantry_core::Family for LspFamily {
+    fn name(&self) -> &'static str {
+        "lsp"
+    }
+
+    fn settings_keys(&self) -> &'static [&'static str] {
+        &[SETTINGS_SECTION]
+    }
+
+    fn check_settings(&self, settings: &gantry_core::Settings) -> Vec<String> {
+        gantry_core::check_section::<LspSettings>(settings, SETTINGS_SECTION)
+    }
+
+    async fn wire(&self, builder: RunBuilder) -> Result<RunBuilder, gantry_core::WireError> {
+        Ok(register(builder))
+    }
+
+    async fn status(&self, run: &Run) -> Vec<String> {
+        match Supervisor::of(run) {
+            Some(supervisor) => supervisor
+                .status()
+                .await
+                .lines()
+                .map(String::from)
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The settings section of the family.
+const SETTINGS_SECTION: &str = "lsp";
+
 /// Wires the family into a run: the supervisor (owned by the run, so every
 /// server ends with it), `lsp`, `lsp_rename`, and the after-write hook
 /// that reports new diagnostics for every writer.
@@ -65,7 +103,10 @@ pub use tool::{Action, Lsp, LspParams};
 /// the tools stay on the surface, and `lsp status` shows the table in
 /// force.
 pub fn register(builder: RunBuilder) -> RunBuilder {
-    let settings = match builder.current_settings().section::<LspSettings>("lsp") {
+    let settings = match builder
+        .current_settings()
+        .section::<LspSettings>(SETTINGS_SECTION)
+    {
         Ok(settings) => settings,
         Err(e) => {
             tracing::warn!("{e}; using the default language-server settings");

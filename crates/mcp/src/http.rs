@@ -38,11 +38,7 @@ pub struct HttpOptions {
 }
 
 /// Serves MCP over streamable HTTP at `options.addr` until cancelled.
-pub async fn serve_http(
-    factory: RunFactory,
-    instructions: String,
-    options: HttpOptions,
-) -> anyhow::Result<()> {
+pub async fn serve_http(factory: RunFactory, options: HttpOptions) -> anyhow::Result<()> {
     let loopback = options.addr.ip().is_loopback();
     if !loopback && options.tokens.is_empty() {
         anyhow::bail!(
@@ -51,8 +47,7 @@ pub async fn serve_http(
         );
     }
     let stateless = StatelessRuns::new(options.idle);
-    let shared =
-        Arc::new(Shared::new(factory, instructions).with_stateless_runs(stateless.clone()));
+    let shared = Arc::new(Shared::new(factory).with_stateless_runs(stateless.clone()));
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(options.cancel.clone())
         .with_allowed_origins(

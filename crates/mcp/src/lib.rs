@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! # async fn serve(factory: gantry_mcp::RunFactory) -> anyhow::Result<()> {
-//! gantry_mcp::serve_stdio(factory, String::new()).await
+//! gantry_mcp::serve_stdio(factory).await
 //! # }
 //! ```
 
@@ -25,12 +25,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::unix::pipe;
 
 pub use http::{HttpOptions, serve_http};
-pub use server::{GantryServer, RunFactory};
+pub use server::{GantryServer, RunFactory, RunFuture};
 
 /// Serves one MCP session on stdin/stdout until the client goes away, then
 /// ends the run.
-pub async fn serve_stdio(factory: RunFactory, instructions: String) -> anyhow::Result<()> {
-    let shared = Arc::new(server::Shared::new(factory, instructions));
+pub async fn serve_stdio(factory: RunFactory) -> anyhow::Result<()> {
+    let shared = Arc::new(server::Shared::new(factory));
     let server = GantryServer::new(shared);
     let run = server.run_cell();
     let (input, output) = stdio_pipes();

@@ -22,16 +22,22 @@ use tokio::sync::OnceCell;
 
 use crate::human::{PeerHuman, RetryHuman};
 
-/// Builds the run for a new MCP session. The argument is the person behind
-/// the client when it declared elicitation; the factory registers
-/// `ask_user` only then.
-pub type RunFactory =
-    Arc<dyn Fn(Option<Arc<dyn Human>>) -> anyhow::Result<Run> + Send + Sync + 'static>;
+/// Builds the run for a new MCP session (asynchronously: a family may start
+/// a process while it is wired). The argument is the person behind the
+/// client when one can be asked; tools that ask a person are wired only
+/// then.
+pub type RunFactory = Arc<dyn Fn(Option<Arc<dyn Human>>) -> RunFuture + Send + Sync + 'static>;
+
+/// The run a [`RunFactory`] is building.
+pub type RunFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<Run>> + Send>>;
 
 /// What every session of one server shares.
 pub(crate) struct Shared {
     pub(crate) factory: RunFactory,
-    pub(crate) instructions: String,
+    /// The instructions of the first run built, for the server info
+    /// (every run of a server reads the same memory files).
+    pub(crate) instructions: std::sync::OnceLock<String>,
     /// Seals the echoed state of input-required round trips so a retry can
     /// only answer the call that asked.
     pub(crate) codec: RequestStateCodec,
@@ -159,10 +165,10 @@ fn per_request_only() -> gantry_core::HumanError {
 }
 
 impl Shared {
-    pub(crate) fn new(factory: RunFactory, instructions: String) -> Self {
+    pub(crate) fn new(factory: RunFactory) -> Self {
         Shared {
             factory,
-            instructions,
+            instructions: std::sync::OnceLock::new(),
             codec: RequestStateCodec::try_new(random_key())
                 .expect("a 32-byte key meets the minimum length"),
             stateless: None,
@@ -224,8 +230,11 @@ impl GantryServer {
     /// client can do; for a stateless request, its credential's run.
     async fn run(&self, context: &RequestContext<RoleServer>) -> Result<Run, McpError> {
         let start = |human: Option<Arc<dyn Human>>| async move {
-            (self.shared.factory)(human)
-                .map_err(|e| McpError::internal_error(format!("cannot start the run: {e:#}"), None))
+            let run = (self.shared.factory)(human).await.map_err(|e| {
+                McpError::internal_error(format!("cannot start the run: {e:#}"), None)
+            })?;
+            let _ = self.shared.instructions.set(run.instructions());
+            Ok::<Run, McpError>(run)
         };
         if let Some(runs) = &self.shared.stateless
             && is_modern(context)
@@ -248,14 +257,34 @@ impl GantryServer {
         let can_elicit = can_elicit(context);
         let run = self
             .run
-            .get_or_try_init(|| {
-                start(
+            .get_or_try_init(|| async {
+                let run = start(
                     can_elicit
                         .then(|| Arc::new(PeerHuman::new(context.peer.clone())) as Arc<dyn Human>),
                 )
+                .await?;
+                tokio::spawn(announce_tool_changes(
+                    run.tools_changed(),
+                    context.peer.clone(),
+                ));
+                Ok::<Run, McpError>(run)
             })
             .await?;
         Ok(run.clone())
+    }
+}
+
+/// Tells the session's client each time the run's tools change (a family
+/// added or removed some at run time), until the run or the connection
+/// ends.
+async fn announce_tool_changes(
+    mut changed: tokio::sync::watch::Receiver<u64>,
+    peer: rmcp::Peer<RoleServer>,
+) {
+    while changed.changed().await.is_ok() {
+        if peer.notify_tool_list_changed().await.is_err() {
+            break;
+        }
     }
 }
 
@@ -340,10 +369,15 @@ fn progress_sink(context: &RequestContext<RoleServer>) -> Option<ProgressSink> {
 
 impl ServerHandler for GantryServer {
     fn get_info(&self) -> ServerConfig {
-        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
         info.server_info = Implementation::new("gantry", env!("CARGO_PKG_VERSION"));
-        if !self.shared.instructions.is_empty() {
-            info.instructions = Some(self.shared.instructions.clone());
+        if let Some(text) = self.shared.instructions.get().filter(|t| !t.is_empty()) {
+            info.instructions = Some(text.clone());
         }
         info
     }

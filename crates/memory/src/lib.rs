@@ -29,6 +29,14 @@ pub const HEADING: &str = "## Gantry Added Memories";
 /// The memory file's name, in `~/.gantry` and at the workspace root.
 pub const FILE_NAME: &str = "GANTRY.md";
 
+/// The family as the run assembly wires it: `save_memory`, and both
+/// memory files in the run's instructions.
+pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("memory", register)
+    .instructions(|builder| {
+        let text = instructions(builder.workspace().root());
+        (!text.is_empty()).then_some(text)
+    });
+
 /// Adds `save_memory`.
 pub fn register(builder: RunBuilder) -> RunBuilder {
     builder.tool(SaveMemory)

@@ -56,6 +56,9 @@ async fn report_progress(
     }
 }
 
+/// The family as the run assembly wires it.
+pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("shell", register);
+
 /// Adds `shell` with a fresh job table owned by the run.
 pub fn register(builder: RunBuilder) -> RunBuilder {
     let jobs = Arc::new(Jobs::default());

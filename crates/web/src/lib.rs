@@ -99,6 +99,12 @@ struct SearchSection {
     timeout_seconds: Option<f64>,
 }
 
+/// The family as the run assembly wires it.
+pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("web", register)
+    .settings(&[SETTINGS_SECTION], |settings| {
+        gantry_core::check_section::<FetchSettings>(settings, SETTINGS_SECTION)
+    });
+
 /// Adds `web_fetch` and `web_search`. Both are always listed; a malformed
 /// `web` section makes the affected tool answer every call with the
 /// settings error instead of quietly running with defaults.

@@ -1,0 +1,164 @@
+//! Run assembly: the one list of tool families, and the one way a run is
+//! opened with all of them. Both front ends (`gantry mcp`, the CLI) and
+//! library users build runs here, so none of them names a family or a
+//! tool.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use gantry_assembly::RunConfig;
+//! use gantry_core::Surface;
+//!
+//! let config = RunConfig { root: ".".into(), surface: Surface::default() };
+//! let run = gantry_assembly::build_run(&config, None).await?;
+//! let listing = run.call("ls", serde_json::json!({"path": "."})).await;
+//! # let _ = listing;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use gantry_core::{
+    Answer, ApprovalMode, Confirmation, Family, Human, HumanError, Question, Run, RunBuilder,
+    Settings, Surface, Tier, Workspace,
+};
+
+/// Settings keys the assembly itself reads (not a family's).
+const OWN_SETTINGS: &[&str] = &["extraRoots"];
+
+/// Every tool family, in wiring order: the one list of them.
+pub fn families() -> Vec<&'static dyn Family> {
+    vec![
+        &gantry_fs::FAMILY,
+        &gantry_edit::FAMILY,
+        &gantry_memory::FAMILY,
+        &gantry_lsp::LspFamily,
+        &gantry_ast::FAMILY,
+        &gantry_web::FAMILY,
+        &gantry_shell::FAMILY,
+        &gantry_ask::FAMILY,
+    ]
+}
+
+/// What a front end asks for when it opens a run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The workspace root.
+    pub root: PathBuf,
+    /// Tier cap and approval mode.
+    pub surface: Surface,
+}
+
+/// Every settings key some part of Gantry reads.
+fn known_settings() -> Vec<&'static str> {
+    let mut keys: Vec<&'static str> = OWN_SETTINGS.to_vec();
+    for family in families() {
+        keys.extend(family.settings_keys());
+    }
+    keys
+}
+
+/// What is wrong with `settings`, as warnings: keys no family reads
+/// (likely typos, with the known keys), and each family's own findings.
+pub fn settings_warnings(settings: &Settings) -> Vec<String> {
+    let known = known_settings();
+    let mut warnings: Vec<String> = settings
+        .unknown_keys(&known)
+        .into_iter()
+        .map(|key| format!("unknown settings key `{key}` (known: {})", known.join(", ")))
+        .collect();
+    for family in families() {
+        warnings.extend(family.check_settings(settings));
+    }
+    warnings
+}
+
+/// Opens the workspace and loads its settings, logging what is wrong with
+/// them. Opening a root first finishes or rolls back a write a dead
+/// process left behind, before any tool reads a file.
+pub fn open(root: &Path) -> anyhow::Result<(Workspace, Settings)> {
+    let settings = Settings::load(root)?;
+    for warning in settings_warnings(&settings) {
+        tracing::warn!("{warning}");
+    }
+    let extra: Vec<PathBuf> = settings.section("extraRoots")?;
+    let (workspace, _recovered) = gantry_core::write::open_workspace(root)
+        .with_context(|| format!("cannot open workspace {}", root.display()))?;
+    Ok((workspace.with_extra_roots(extra), settings))
+}
+
+/// Builds a run with every family, wired in order; `human` is the person
+/// the front end can reach, if any.
+pub async fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::Result<Run> {
+    let (workspace, settings) = open(&config.root)?;
+    let mut builder = Run::builder(workspace)
+        .settings(settings)
+        .surface(config.surface);
+    if let Some(human) = human {
+        builder = builder.human(human);
+    }
+    Ok(wire_all(builder).await?.build())
+}
+
+/// A run holding every tool Gantry has, on default settings and the full
+/// surface, with a stand-in person so that tools that ask one are wired
+/// too: the tool reference (`gantry tools --markdown`) is then the same on
+/// every machine, whatever its settings, terminal or root. It is only
+/// listed, never called.
+pub async fn reference_run(root: &Path) -> anyhow::Result<Run> {
+    let workspace = Workspace::new(root)
+        .with_context(|| format!("cannot open workspace {}", root.display()))?;
+    let builder = Run::builder(workspace)
+        .settings(Settings::default())
+        .surface(Surface::new(Tier::Exec, ApprovalMode::Client))
+        .human(Arc::new(NoOneHere));
+    Ok(wire_all(builder).await?.build())
+}
+
+/// Wires every family into `builder`, with the instructions each adds.
+async fn wire_all(mut builder: RunBuilder) -> anyhow::Result<RunBuilder> {
+    for family in families() {
+        if let Some(text) = family.instructions(&builder) {
+            builder = builder.instructions(text);
+        }
+        builder = family
+            .wire(builder)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot wire the {} family: {e}", family.name()))?;
+    }
+    Ok(builder)
+}
+
+/// What each family says about itself in `run` (for `gantry status`):
+/// the family's name and its lines, for families that have any.
+pub async fn status(run: &Run) -> Vec<(&'static str, Vec<String>)> {
+    let mut out = Vec::new();
+    for family in families() {
+        let lines = family.status(run).await;
+        if !lines.is_empty() {
+            out.push((family.name(), lines));
+        }
+    }
+    out
+}
+
+/// The person of [`reference_run`]: present so that every tool is wired,
+/// and unable to answer should anything ever ask.
+struct NoOneHere;
+
+#[gantry_core::async_trait]
+impl Human for NoOneHere {
+    async fn confirm(&self, _tool: &str, _confirmation: &Confirmation) -> Result<bool, HumanError> {
+        Err(HumanError::Unavailable(
+            "the tool reference has no person".into(),
+        ))
+    }
+
+    async fn ask(&self, _question: &Question) -> Result<Answer, HumanError> {
+        Err(HumanError::Unavailable(
+            "the tool reference has no person".into(),
+        ))
+    }
+}
