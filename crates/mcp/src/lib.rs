@@ -30,10 +30,21 @@ pub use server::{GantryServer, RunFactory, RunFuture};
 /// Serves one MCP session on stdin/stdout until the client goes away, then
 /// ends the run.
 pub async fn serve_stdio(factory: RunFactory) -> anyhow::Result<()> {
+    let (input, output) = stdio_pipes();
+    serve_streams(factory, input, output).await
+}
+
+/// Serves one MCP session of newline-delimited JSON-RPC on any pair of
+/// streams (a socket, an in-process pipe), as stdio does, then ends the
+/// run.
+pub async fn serve_streams(
+    factory: RunFactory,
+    input: impl AsyncRead + Send + Unpin + 'static,
+    output: impl AsyncWrite + Send + Unpin + 'static,
+) -> anyhow::Result<()> {
     let shared = Arc::new(server::Shared::new(factory));
     let server = GantryServer::new(shared);
     let run = server.run_cell();
-    let (input, output) = stdio_pipes();
     let service = server
         .serve(stdio::StdioTransport::new(input, output))
         .await?;
