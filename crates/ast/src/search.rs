@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use ast_grep_core::replacer::TemplateFix;
 use ast_grep_language::SupportLang;
+use gantry_core::lock;
 use gantry_core::{CancellationToken, Workspace};
 
 use crate::cache::{ParseCache, Stamp};
@@ -336,8 +337,4 @@ pub(crate) fn shorten(text: &str, max: usize) -> String {
 
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

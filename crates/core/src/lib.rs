@@ -53,6 +53,7 @@ pub mod run;
 pub mod schema;
 pub mod settings;
 pub mod suggest;
+mod sync;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tier;
@@ -68,6 +69,7 @@ pub use registry::Listing;
 pub use result::{Display, Part, ToolResult};
 pub use run::{Notices, Resource, Run, RunBuilder, Surface, TouchObserver};
 pub use settings::{Settings, SettingsError};
+pub use sync::lock;
 pub use tier::{ApprovalMode, Tier};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DynTool, Prepared, Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};

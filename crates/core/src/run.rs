@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use crate::human::Human;
+use crate::lock;
 use crate::registry::{Listing, Registry};
 use crate::settings::Settings;
 use crate::tier::{ApprovalMode, Tier};
@@ -270,12 +271,6 @@ impl Run {
             pending.0.pop();
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Wires a run: its surface, tools, resources and human port.

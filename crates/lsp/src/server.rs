@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use gantry_core::lock;
 use globset::{Glob, GlobMatcher};
 use lsp_types::notification::{
     DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
@@ -841,12 +842,6 @@ pub fn ignored(path: &Path) -> bool {
     const SKIP: [&str; 5] = [".git", "target", "node_modules", "__pycache__", ".gantry"];
     path.components()
         .any(|c| SKIP.iter().any(|s| c.as_os_str() == *s))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

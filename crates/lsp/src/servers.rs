@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use gantry_core::lock;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -547,12 +548,6 @@ fn run_probe(binary: &Path, args: &[String], timeout: Duration) -> Result<(), St
             timeout.as_secs_f32()
         )),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// What serving a file would take, as decided by the table.

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use gantry_core::lock;
 use gantry_core::{Notices, Resource, Run, async_trait};
 use lsp_types::FileChangeType;
 use notify::Watcher;
@@ -718,10 +719,4 @@ impl Resource for Supervisor {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

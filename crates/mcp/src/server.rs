@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gantry_core::lock;
 use gantry_core::{
     CallErrorKind, CallOptions, Human, Listing, Part, Progress, ProgressSink, Run, Tier, ToolResult,
 };
@@ -73,12 +74,6 @@ impl StatelessRun {
     fn touch(&self) {
         *lock(&self.last_used) = Instant::now();
     }
-}
-
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl StatelessRuns {
