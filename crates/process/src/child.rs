@@ -1,0 +1,436 @@
+//! A child in a process group of its own, watched through a pidfd.
+//!
+//! The group is the unit of cleanup: a language server's node helpers, a
+//! build's compilers and `sleep 100 &` go with their leader. The order is
+//! what makes that safe: the leader's exit is *observed* (`waitid` with
+//! `WNOWAIT` on the pidfd) without reaping it, then the group is killed,
+//! and only then is the leader reaped. An unreaped leader keeps its pid,
+//! and so its group id, from being reused, so a signal to the group can
+//! never reach a stranger's processes.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rustix::process::{
+    Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, WaitIdStatus, kill_process_group, pidfd_open,
+    waitid,
+};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::net::unix::pipe;
+
+use crate::capture::Capture;
+
+/// Bytes of a child's stderr kept from its start by default: a panic's
+/// message comes before a backtrace long enough to fill any tail.
+pub const STDERR_HEAD: usize = 4000;
+/// Bytes of a child's stderr kept from its end by default, where an error
+/// usually lands.
+pub const STDERR_TAIL: usize = 2000;
+
+/// Where a child's standard output goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Stdout {
+    /// Discarded.
+    #[default]
+    Null,
+    /// A pipe the caller reads: [`Child::stdout`].
+    Piped,
+    /// Read by the crate into a buffer keeping `head` and `tail` bytes:
+    /// [`Child::output`].
+    Capture {
+        /// Bytes kept from the start.
+        head: usize,
+        /// Bytes kept from the end.
+        tail: usize,
+    },
+}
+
+/// Where a child's standard error goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stderr {
+    /// Discarded.
+    Null,
+    /// Read by the crate into a buffer keeping `head` and `tail` bytes, to
+    /// explain the child's death: [`Child::stderr`]. The default, with
+    /// [`STDERR_HEAD`] and [`STDERR_TAIL`].
+    Capture {
+        /// Bytes kept from the start.
+        head: usize,
+        /// Bytes kept from the end.
+        tail: usize,
+    },
+    /// Into the same pipe as stdout, interleaved in the order written (as a
+    /// terminal shows them); discarded when stdout is.
+    Stdout,
+}
+
+impl Default for Stderr {
+    fn default() -> Self {
+        Stderr::Capture {
+            head: STDERR_HEAD,
+            tail: STDERR_TAIL,
+        }
+    }
+}
+
+/// What to start: a builder in the manner of [`std::process::Command`],
+/// which it becomes only inside [`Command::spawn`] (so no copy of a pipe's
+/// write end outlives the spawn and hides the child's end of output).
+#[derive(Debug, Clone)]
+pub struct Command {
+    program: OsString,
+    args: Vec<OsString>,
+    dir: Option<PathBuf>,
+    envs: Vec<(OsString, OsString)>,
+    stdin: bool,
+    stdout: Stdout,
+    stderr: Stderr,
+}
+
+impl Command {
+    /// Runs `program` (a path, or a name looked up on `PATH`) with stdin
+    /// and stdout closed and stderr captured.
+    pub fn new(program: impl AsRef<OsStr>) -> Self {
+        Command {
+            program: program.as_ref().to_os_string(),
+            args: Vec::new(),
+            dir: None,
+            envs: Vec::new(),
+            stdin: false,
+            stdout: Stdout::Null,
+            stderr: Stderr::default(),
+        }
+    }
+
+    /// Adds an argument.
+    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Self {
+        self.args.push(arg.as_ref().to_os_string());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(&mut self, args: I) -> &mut Self {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        self
+    }
+
+    /// The working directory of the child.
+    pub fn current_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    /// Sets a variable in the child's environment.
+    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
+        self.envs
+            .push((key.as_ref().to_os_string(), value.as_ref().to_os_string()));
+        self
+    }
+
+    /// Gives the child a stdin pipe: [`Child::stdin`]. Without it, stdin is
+    /// `/dev/null`, so nothing waits for a person to type.
+    pub fn stdin_piped(&mut self) -> &mut Self {
+        self.stdin = true;
+        self
+    }
+
+    /// Where stdout goes (default: discarded).
+    pub fn stdout(&mut self, stdout: Stdout) -> &mut Self {
+        self.stdout = stdout;
+        self
+    }
+
+    /// Where stderr goes (default: a bounded capture).
+    pub fn stderr(&mut self, stderr: Stderr) -> &mut Self {
+        self.stderr = stderr;
+        self
+    }
+
+    /// The program and its arguments, as a person would type them.
+    pub fn shown(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|part| part.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Starts the child as the leader of a new process group. Must be
+    /// called inside a tokio runtime: the pidfd and the pipes are
+    /// registered with its reactor, and captures read on its tasks.
+    pub fn spawn(&self) -> io::Result<Child> {
+        let mut command = std::process::Command::new(&self.program);
+        command
+            .args(&self.args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .process_group(0)
+            .stdin(if self.stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+        if let Some(dir) = &self.dir {
+            command.current_dir(dir);
+        }
+        let out = match self.stdout {
+            Stdout::Null => None,
+            Stdout::Piped | Stdout::Capture { .. } => Some(io::pipe()?),
+        };
+        let mut err = None;
+        command.stderr(match (self.stderr, &out) {
+            (Stderr::Stdout, Some((_, writer))) => Stdio::from(writer.try_clone()?),
+            (Stderr::Null | Stderr::Stdout, _) => Stdio::null(),
+            (Stderr::Capture { .. }, _) => {
+                let (reader, writer) = io::pipe()?;
+                err = Some(reader);
+                Stdio::from(writer)
+            }
+        });
+        let out = out.map(|(reader, writer)| {
+            command.stdout(writer);
+            reader
+        });
+        let mut spawned = command.spawn()?;
+        // Our copies of the write ends close here: the reader sees the end
+        // of output once the child's processes have closed theirs.
+        drop(command);
+        let leader = Leader::new(spawned.id()).inspect_err(|_| {
+            // Without a pidfd there is no safe way to signal its group
+            // later: end it now, while the pid is surely still its.
+            let _ = spawned.kill();
+            let _ = spawned.wait();
+        })?;
+        // SAFETY: the leader owns its pidfd for its whole life and always
+        // returns that one from `as_raw_fd`.
+        let leader = unsafe { AsyncFd::register_with_interest(leader, Interest::READABLE) }
+            .map_err(|e| e.into_parts().1)?;
+        let mut child = Child {
+            leader,
+            stdin: None,
+            stdout: None,
+            output: None,
+            stderr: None,
+        };
+        // From here on an error drops `child`, which kills the group.
+        if let Some(stdin) = spawned.stdin.take() {
+            child.stdin = Some(pipe::Sender::from_owned_fd(OwnedFd::from(stdin))?);
+        }
+        if let Some(reader) = out {
+            let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+            match self.stdout {
+                Stdout::Capture { head, tail } => {
+                    child.output = Some(Capture::start(reader, head, tail))
+                }
+                _ => child.stdout = Some(reader),
+            }
+        }
+        if let (Some(reader), Stderr::Capture { head, tail }) = (err, self.stderr) {
+            let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+            child.stderr = Some(Capture::start(reader, head, tail));
+        }
+        Ok(child)
+    }
+}
+
+/// A running child and its process group. Dropping it kills the group
+/// (and reaps the leader), so a cancelled call leaves nothing behind.
+pub struct Child {
+    leader: AsyncFd<Leader>,
+    /// The child's stdin, when [`Command::stdin_piped`] asked for it.
+    pub stdin: Option<pipe::Sender>,
+    /// The child's stdout, when [`Stdout::Piped`] asked for it.
+    pub stdout: Option<pipe::Receiver>,
+    output: Option<Capture>,
+    stderr: Option<Capture>,
+}
+
+impl Child {
+    /// The leader's pid, which is also the id of its process group.
+    pub fn pid(&self) -> u32 {
+        self.leader.get_ref().pid.as_raw_nonzero().get() as u32
+    }
+
+    /// What [`Stdout::Capture`] captured (with stderr, under
+    /// [`Stderr::Stdout`]).
+    pub fn output(&self) -> Option<&Capture> {
+        self.output.as_ref()
+    }
+
+    /// What [`Stderr::Capture`] captured.
+    pub fn stderr(&self) -> Option<&Capture> {
+        self.stderr.as_ref()
+    }
+
+    /// Resolves when the leader has exited, with its status. The leader is
+    /// not reaped: its group can still be signalled safely. Any number of
+    /// tasks may wait at once.
+    pub async fn exited(&self) -> io::Result<ExitStatus> {
+        loop {
+            if let Some(status) = self.try_exited()? {
+                return Ok(status);
+            }
+            let mut ready = self.leader.readable().await?;
+            if let Some(status) = self.try_exited()? {
+                return Ok(status);
+            }
+            ready.clear_ready();
+        }
+    }
+
+    /// The leader's status if it has exited, without waiting or reaping.
+    pub fn try_exited(&self) -> io::Result<Option<ExitStatus>> {
+        self.leader.get_ref().peek()
+    }
+
+    /// Sends SIGKILL to the whole group at once, without waiting. Nothing
+    /// is signalled once the leader is reaped.
+    pub fn kill_group(&self) {
+        self.leader.get_ref().signal_group(Signal::KILL);
+    }
+
+    /// Waits for the leader to exit, kills what it left in its group, and
+    /// reaps it: the one way a child ends in this crate.
+    pub async fn wait(&self) -> io::Result<ExitStatus> {
+        let status = self.exited().await?;
+        let leader = self.leader.get_ref();
+        leader.signal_group(Signal::KILL);
+        leader.reap()?;
+        Ok(status)
+    }
+
+    /// Stops the child: SIGTERM to the group, at most `grace` for the
+    /// leader to exit, then SIGKILL to the group and the reap. A leader
+    /// that already exited is not asked again.
+    pub async fn stop(&self, grace: Duration) -> io::Result<ExitStatus> {
+        if self.try_exited()?.is_none() {
+            self.leader.get_ref().signal_group(Signal::TERM);
+            let _ = tokio::time::timeout(grace, self.exited()).await;
+        }
+        self.kill_group();
+        self.wait().await
+    }
+}
+
+impl std::fmt::Debug for Child {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Child").field("pid", &self.pid()).finish()
+    }
+}
+
+/// The group leader: its pid and pidfd, and whether it was reaped, under
+/// one lock so that no signal goes out after the reap.
+struct Leader {
+    pid: Pid,
+    pidfd: OwnedFd,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    exit: Option<ExitStatus>,
+    reaped: bool,
+}
+
+impl Leader {
+    fn new(pid: u32) -> io::Result<Leader> {
+        let pid = i32::try_from(pid)
+            .ok()
+            .and_then(Pid::from_raw)
+            .ok_or_else(|| io::Error::other(format!("spawned process has pid {pid}")))?;
+        // Race-free: the child is ours and unreaped, so the pid is its.
+        let pidfd = pidfd_open(pid, PidfdFlags::empty())?;
+        Ok(Leader {
+            pid,
+            pidfd,
+            state: Mutex::default(),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn peek(&self) -> io::Result<Option<ExitStatus>> {
+        let mut state = self.state();
+        if state.exit.is_none() {
+            let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
+            state.exit = waitid(WaitId::PidFd(self.pidfd.as_fd()), options)?.map(exit_status);
+        }
+        Ok(state.exit)
+    }
+
+    fn signal_group(&self, signal: Signal) {
+        let state = self.state();
+        if !state.reaped {
+            // ESRCH: every member is gone already.
+            let _ = kill_process_group(self.pid, signal);
+        }
+    }
+
+    /// Reaps the leader if it has exited; true once it is reaped.
+    fn reap(&self) -> io::Result<bool> {
+        let mut state = self.state();
+        if !state.reaped {
+            let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG;
+            if let Some(status) = waitid(WaitId::PidFd(self.pidfd.as_fd()), options)? {
+                state.exit.get_or_insert(exit_status(status));
+                state.reaped = true;
+            }
+        }
+        Ok(state.reaped)
+    }
+}
+
+impl AsRawFd for Leader {
+    fn as_raw_fd(&self) -> RawFd {
+        self.pidfd.as_raw_fd()
+    }
+}
+
+impl Drop for Leader {
+    fn drop(&mut self) {
+        self.signal_group(Signal::KILL);
+        if matches!(self.reap(), Ok(true) | Err(_)) {
+            return;
+        }
+        // Killed a moment ago and not dead yet: a thread waits for the
+        // death and reaps it, so no zombie stays and drop never blocks.
+        if let Ok(pidfd) = self.pidfd.try_clone() {
+            std::thread::spawn(move || {
+                let _ = waitid(WaitId::PidFd(pidfd.as_fd()), WaitIdOptions::EXITED);
+            });
+        }
+    }
+}
+
+/// The std form of a `waitid` status, so callers describe it as any other.
+fn exit_status(status: WaitIdStatus) -> ExitStatus {
+    // The wait(2) encoding: the code in the second byte, or the signal in
+    // the low seven bits with 0x80 for a core dump.
+    let raw = match (status.exit_status(), status.terminating_signal()) {
+        (Some(code), _) => (code & 0xff) << 8,
+        (None, Some(signal)) => signal | if status.dumped() { 0x80 } else { 0 },
+        (None, None) => 0,
+    };
+    ExitStatus::from_raw(raw)
+}
+
+/// How a process ended, in words: `exited with code 1`, `was killed by
+/// signal 9`.
+pub fn describe_exit(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (_, Some(signal)) => format!("was killed by signal {signal}"),
+        _ => "exited".into(),
+    }
+}

@@ -1,0 +1,49 @@
+//! Child processes for Gantry's families, and the plumbing of the peers
+//! they are. Every child a family starts (a shell command, a language
+//! server, a project checker, a debug adapter, a kernel) is started here,
+//! so every one of them ends the same safe way.
+//!
+//! - [`child`]: a [`Command`] spawns a [`Child`] as the leader of a new
+//!   process group, with stdin and stdout piped or captured as asked and a
+//!   bounded capture of stderr. Its exit is observed on a pidfd without
+//!   reaping it; the group is killed, and only then is the leader reaped,
+//!   so a signal to the group never reaches a process that reused its id.
+//! - [`capture`]: the head-and-tail buffer that keeps a child's output
+//!   bounded, and [`explain`], which quotes the lines of a crash that say
+//!   why.
+//! - [`framing`]: `Content-Length` framing, the base protocol of LSP and
+//!   DAP alike.
+//! - [`pending`]: requests waiting for their answers, by JSON-RPC id or
+//!   DAP `seq`, failed all at once when the peer exits.
+//! - [`program`]: whether a program can serve a file (a root marker above
+//!   it, a binary that resolves and runs) and, if not, why.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use gantry_process::{Command, Stdout};
+//!
+//! # async fn demo() -> std::io::Result<()> {
+//! let child = Command::new("make")
+//!     .arg("-j4")
+//!     .stdout(Stdout::Capture { head: 8 << 10, tail: 24 << 10 })
+//!     .spawn()?;
+//! match tokio::time::timeout(Duration::from_secs(60), child.wait()).await {
+//!     Ok(status) => println!("{:?}", status?),
+//!     // make, its compilers and anything they left behind.
+//!     Err(_) => drop(child),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+pub mod capture;
+pub mod child;
+pub mod framing;
+pub mod pending;
+pub mod program;
+
+pub use capture::{Capped, Capture, explain};
+pub use child::{Child, Command, Stderr, Stdout, describe_exit};
+pub use pending::{Closed, Pending, Reply};
+pub use program::{Located, NoBinary, Program, Unusable};
