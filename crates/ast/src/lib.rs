@@ -115,10 +115,6 @@ impl Resource for AstState {
             if pending == 1 { "" } else { "s" }
         )
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// The family as the run assembly wires it.

@@ -44,6 +44,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod caller;
 pub mod family;
 pub mod human;
 mod pipeline;
@@ -62,6 +63,7 @@ pub mod workspace;
 pub mod write;
 
 pub use async_trait::async_trait;
+pub use caller::{Caller, Chain, Nested, NestedObserver};
 pub use family::{Family, PlainFamily, WireError, check_section};
 pub use human::{Answer, Choice, Confirmation, Human, HumanError, Question};
 pub use pipeline::{CallError, CallErrorKind, CallOptions};
@@ -76,5 +78,7 @@ pub use tool::{DynTool, Prepared, Progress, ProgressSink, Tool, ToolContext, Too
 pub use workspace::{DirEntry, NotRegular, PathError, Workspace, read_regular};
 pub use write::{Applied, ChangeSet, WriteError, WriteHook};
 
+#[cfg(test)]
+mod nested_tests;
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::caller::{Caller, Chain};
 use crate::human::{Confirmation, Human, HumanError};
 use crate::result::ToolResult;
 use crate::run::{Run, Surface};
@@ -28,8 +29,12 @@ pub struct CallOptions {
     /// Overrides the run's person for this call (an MCP request that
     /// carries its own answers).
     pub human: Option<Arc<dyn Human>>,
-    /// Narrows the surface for a call made on someone's behalf.
-    pub cap: Option<crate::tier::Tier>,
+    /// The surface for a call made on someone's behalf; narrowed so it is
+    /// never wider than the run's own.
+    pub surface: Option<Surface>,
+    /// Set when the call is made from inside another, by [`Caller`];
+    /// front ends leave it `None`.
+    pub chain: Option<Chain>,
 }
 
 /// What kind of failure a call met; front ends map these to their protocol.
@@ -77,8 +82,8 @@ impl Run {
         args: Value,
         options: CallOptions,
     ) -> Result<ToolResult, CallError> {
-        let surface = match options.cap {
-            Some(cap) => self.surface().narrowed(cap),
+        let surface = match options.surface {
+            Some(asked) => self.surface().within(asked),
             None => self.surface(),
         };
         let outcome = self.run_pipeline(name, args, surface, options).await;
@@ -210,6 +215,14 @@ impl Run {
                         "the user declined. Do not retry the same call; ask what to do instead or take another approach".into(),
                     ));
                 }
+                // A nested call cannot suspend the call around it: the
+                // person can only be asked through that outer call's result.
+                Ok(Err(HumanError::InputRequired)) if options.chain.is_some() => {
+                    return Err(refused(format!(
+                        "it needs the user's confirmation, which cannot be asked from inside \
+                         another call; call `{name}` directly"
+                    )));
+                }
                 Ok(Err(HumanError::InputRequired)) => {
                     return Err(fail(
                         CallErrorKind::InputRequired,
@@ -231,8 +244,31 @@ impl Run {
         }
 
         // Execute, serialised for exclusive tools, raced with cancellation.
+        let mut chain = options.chain.unwrap_or_default();
+        if entry.exclusive.is_some() {
+            if chain.held.iter().any(|held| held == name) {
+                return Err(fail(
+                    CallErrorKind::Refused,
+                    format!(
+                        "`{name}` was not run: this call was made from inside `{name}` itself, \
+                         which runs one call at a time, so it would wait for itself forever"
+                    ),
+                ));
+            }
+            let mut held = chain.held.as_ref().clone();
+            held.push(name.to_string());
+            chain.held = Arc::new(held);
+        }
         let cancel = options.cancel.clone();
-        let ctx = ToolContext::new(self.clone(), cancel.clone(), options.progress, human, plan);
+        let caller = Caller {
+            run: self.clone(),
+            surface,
+            human: human.clone(),
+            chain,
+            cancel: cancel.clone(),
+            observer: None,
+        };
+        let ctx = ToolContext::new(caller, options.progress, plan);
         let work = async {
             let _guard = match &entry.exclusive {
                 Some(lock) => Some(lock.lock().await),

@@ -2,6 +2,7 @@
 //! notices (SPEC §1). Ending the run ends every resource it owns.
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -33,10 +34,37 @@ pub trait Resource: Send + Sync + 'static {
     fn status(&self) -> String {
         self.name()
     }
-
-    /// Lets a tool find its typed resource through the run.
-    fn as_any(&self) -> &dyn Any;
 }
+
+/// A resource the run owns, kept both as itself (to end it) and as its
+/// type (for [`Run::resource`]), under a key that tells several of one
+/// type apart (a kernel per language).
+struct Owned {
+    resource: Arc<dyn Resource>,
+    typed: Arc<dyn Any + Send + Sync>,
+    key: String,
+}
+
+impl Owned {
+    fn new<R: Resource>(key: &str, resource: Arc<R>) -> Self {
+        Owned {
+            resource: resource.clone(),
+            typed: resource,
+            key: key.to_string(),
+        }
+    }
+
+    fn get<R: Resource>(&self, key: Option<&str>) -> Option<Arc<R>> {
+        if key.is_some_and(|key| key != self.key) {
+            return None;
+        }
+        self.typed.clone().downcast::<R>().ok()
+    }
+}
+
+/// Per resource type and key, the lock a start of it holds, so two calls
+/// never start the same one-per-run resource twice.
+type StartLocks = Mutex<HashMap<(std::any::TypeId, String), Arc<tokio::sync::Mutex<()>>>>;
 
 /// Told when a tool starts working on a file (a read, a write), so a family
 /// can warm up for it: a language server starts in the background and opens
@@ -78,12 +106,16 @@ impl Surface {
         }
     }
 
-    /// A surface for a call made on this one's behalf, never wider.
-    pub fn narrowed(self, cap: Tier) -> Self {
-        Surface {
-            cap: self.cap.min(cap),
-            approval: self.approval,
-        }
+    /// The surface a call made on this one's behalf gets when `other` is
+    /// asked for: never wider than either, in tier cap and approval mode.
+    pub fn within(self, other: Surface) -> Self {
+        let approval = self.approval.stricter(other.approval);
+        let cap = if approval == ApprovalMode::Plan {
+            Tier::Read
+        } else {
+            self.cap.min(other.cap)
+        };
+        Surface { cap, approval }
     }
 }
 
@@ -101,7 +133,8 @@ pub(crate) struct RunInner {
     /// Bumped at every change of the registry after the run was built.
     tools_changed: tokio::sync::watch::Sender<u64>,
     pub(crate) human: Option<Arc<dyn Human>>,
-    resources: Mutex<Vec<Arc<dyn Resource>>>,
+    resources: Mutex<Vec<Owned>>,
+    starting: StartLocks,
     notices: Notices,
     instructions: Vec<String>,
     pub(crate) write_lock: Arc<tokio::sync::Mutex<()>>,
@@ -112,8 +145,8 @@ pub(crate) struct RunInner {
 impl Drop for RunInner {
     fn drop(&mut self) {
         let resources = std::mem::take(self.resources.get_mut().unwrap_or_else(|p| p.into_inner()));
-        for resource in resources {
-            resource.kill_now();
+        for owned in resources {
+            owned.resource.kill_now();
         }
     }
 }
@@ -222,23 +255,79 @@ impl Run {
     }
 
     /// Adds a resource the run must end (started lazily by a tool).
-    pub fn own(&self, resource: Arc<dyn Resource>) {
-        lock(&self.inner.resources).push(resource);
+    pub fn own<R: Resource>(&self, resource: Arc<R>) {
+        self.own_keyed("", resource);
     }
 
-    /// The first owned resource of type `R`.
-    pub fn resource<R: Resource>(&self) -> Option<Arc<dyn Resource>> {
+    /// Adds a resource under `key`, one of several of its type.
+    pub fn own_keyed<R: Resource>(&self, key: &str, resource: Arc<R>) {
+        lock(&self.inner.resources).push(Owned::new(key, resource));
+    }
+
+    /// The first owned resource of type `R`, whatever its key.
+    pub fn resource<R: Resource>(&self) -> Option<Arc<R>> {
         lock(&self.inner.resources)
             .iter()
-            .find(|r| r.as_any().is::<R>())
-            .cloned()
+            .find_map(|owned| owned.get::<R>(None))
+    }
+
+    /// The owned resource of type `R` under `key`.
+    pub fn resource_keyed<R: Resource>(&self, key: &str) -> Option<Arc<R>> {
+        lock(&self.inner.resources)
+            .iter()
+            .find_map(|owned| owned.get::<R>(Some(key)))
+    }
+
+    /// The resource of type `R` under `key`, started by `start` if the run
+    /// has none: for one-per-run things (the debug session, a kernel per
+    /// language, the worker pool). Concurrent callers wait for the one
+    /// start instead of starting twice; a failed start leaves nothing, so
+    /// the next call tries again.
+    pub async fn resource_or_start<R, E, Fut>(
+        &self,
+        key: &str,
+        start: impl FnOnce() -> Fut,
+    ) -> Result<Arc<R>, E>
+    where
+        R: Resource,
+        Fut: std::future::Future<Output = Result<Arc<R>, E>>,
+    {
+        if let Some(found) = self.resource_keyed::<R>(key) {
+            return Ok(found);
+        }
+        let gate = lock(&self.inner.starting)
+            .entry((std::any::TypeId::of::<R>(), key.to_string()))
+            .or_default()
+            .clone();
+        let _starting = gate.lock().await;
+        if let Some(found) = self.resource_keyed::<R>(key) {
+            return Ok(found);
+        }
+        let started = start().await?;
+        self.own_keyed(key, started.clone());
+        Ok(started)
+    }
+
+    /// Stops owning `resource` (it died, and the next call should start a
+    /// fresh one); whether it was owned. The caller ends it if need be.
+    pub fn release<R: Resource>(&self, resource: &Arc<R>) -> bool {
+        let mut resources = lock(&self.inner.resources);
+        let before = resources.len();
+        resources.retain(|owned| {
+            !owned
+                .typed
+                .clone()
+                .downcast::<R>()
+                .is_ok_and(|typed| Arc::ptr_eq(&typed, resource))
+        });
+        resources.len() != before
     }
 
     /// Status lines of every live resource.
     pub fn resource_status(&self) -> Vec<String> {
         lock(&self.inner.resources)
             .iter()
-            .map(|r| r.status())
+            .map(|owned| owned.resource.status())
             .collect()
     }
 
@@ -264,7 +353,12 @@ impl Run {
                 }
             }
         }
-        let mut pending = Pending(std::mem::take(&mut *lock(&self.inner.resources)));
+        let mut pending = Pending(
+            std::mem::take(&mut *lock(&self.inner.resources))
+                .into_iter()
+                .map(|owned| owned.resource)
+                .collect(),
+        );
         while let Some(resource) = pending.0.last().cloned() {
             tracing::debug!(resource = %resource.name(), "shutting down");
             resource.shutdown().await;
@@ -280,7 +374,7 @@ pub struct RunBuilder {
     surface: Surface,
     registry: Registry,
     human: Option<Arc<dyn Human>>,
-    resources: Vec<Arc<dyn Resource>>,
+    resources: Vec<Owned>,
     instructions: Vec<String>,
     write_hooks: WriteHooks,
     touch_observers: Vec<TouchObserver>,
@@ -346,8 +440,8 @@ impl RunBuilder {
     }
 
     /// A resource the run owns from the start.
-    pub fn resource(mut self, resource: Arc<dyn Resource>) -> Self {
-        self.resources.push(resource);
+    pub fn resource<R: Resource>(mut self, resource: Arc<R>) -> Self {
+        self.resources.push(Owned::new("", resource));
         self
     }
 
@@ -387,6 +481,7 @@ impl RunBuilder {
                 tools_changed: tokio::sync::watch::channel(0).0,
                 human: self.human,
                 resources: Mutex::new(self.resources),
+                starting: StartLocks::default(),
                 notices: self.notices,
                 instructions: self.instructions,
                 write_lock: Arc::default(),

@@ -354,9 +354,6 @@ impl Resource for ChildProcess {
             let _ = child.start_kill();
         }
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 fn spawn_sleeper() -> Arc<ChildProcess> {
@@ -392,9 +389,6 @@ impl Resource for Stuck {
     }
     fn kill_now(&self) {
         self.0.fetch_add(1, Ordering::SeqCst);
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }
 

@@ -84,6 +84,28 @@ pub enum ApprovalMode {
 }
 
 impl ApprovalMode {
+    /// How much the mode holds back, for "never wider": a call made on
+    /// someone's behalf gets the stricter of two modes. `client` leaves
+    /// approval to the MCP client, which confirmed the outer call; for
+    /// Gantry it confirms nothing, as `yolo`.
+    fn strictness(self) -> u8 {
+        match self {
+            ApprovalMode::Client | ApprovalMode::Yolo => 0,
+            ApprovalMode::AutoEdit => 1,
+            ApprovalMode::Default => 2,
+            ApprovalMode::Plan => 3,
+        }
+    }
+
+    /// The stricter of `self` and `other` (`self` when equally strict).
+    pub fn stricter(self, other: ApprovalMode) -> ApprovalMode {
+        if other.strictness() > self.strictness() {
+            other
+        } else {
+            self
+        }
+    }
+
     /// Every mode, for help texts and errors.
     pub const ALL: [ApprovalMode; 5] = [
         ApprovalMode::Client,

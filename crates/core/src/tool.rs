@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::caller::Caller;
 use crate::human::{Confirmation, Human, HumanError};
 use crate::result::ToolResult;
 use crate::run::Run;
@@ -136,25 +137,35 @@ pub struct ToolContext {
     /// Cancelled when the caller gives up; long work checks it.
     pub cancel: CancellationToken,
     progress: Option<ProgressSink>,
-    human: Option<Arc<dyn Human>>,
+    caller: Caller,
     plan: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl ToolContext {
     pub(crate) fn new(
-        run: Run,
-        cancel: CancellationToken,
+        caller: Caller,
         progress: Option<ProgressSink>,
-        human: Option<Arc<dyn Human>>,
         plan: Option<Box<dyn Any + Send + Sync>>,
     ) -> Self {
         ToolContext {
-            run,
-            cancel,
+            run: caller.run.clone(),
+            cancel: caller.cancel.clone(),
             progress,
-            human,
+            caller,
             plan,
         }
+    }
+
+    /// A handle for calls made on this call's behalf (a kernel cell's
+    /// bridge, a worker): the same pipeline, this call's surface and
+    /// person, cancelled with this call.
+    pub fn caller(&self) -> Caller {
+        self.caller.clone()
+    }
+
+    /// The surface this call runs under.
+    pub fn surface(&self) -> crate::run::Surface {
+        self.caller.surface
     }
 
     /// Reports progress, if anyone listens.
@@ -170,7 +181,7 @@ impl ToolContext {
 
     /// The person behind this call's surface, if one is wired.
     pub fn human(&self) -> Option<&Arc<dyn Human>> {
-        self.human.as_ref()
+        self.caller.human.as_ref()
     }
 
     /// The plan this call was confirmed with (see

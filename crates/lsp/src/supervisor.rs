@@ -110,8 +110,7 @@ impl Supervisor {
 
     /// The supervisor a run owns, if the family is wired.
     pub fn of(run: &Run) -> Option<Supervisor> {
-        let resource = run.resource::<Supervisor>()?;
-        resource.as_any().downcast_ref::<Supervisor>().cloned()
+        run.resource::<Supervisor>().map(|supervisor| supervisor.as_ref().clone())
     }
 
     /// The configuration in force.
@@ -714,9 +713,5 @@ impl Resource for Supervisor {
             line.push_str(&format!("; down: {}", down.join("; ")));
         }
         line
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }

@@ -457,7 +457,7 @@ impl ServerHandler for GantryServer {
             cancel: context.ct.clone(),
             progress: progress_sink(&context),
             human,
-            cap: None,
+            ..CallOptions::default()
         };
         match run.call_with(&request.name, arguments, options).await {
             Ok(result) => Ok(CallToolResponse::Complete(CallToolResult::success(

@@ -140,8 +140,4 @@ impl Resource for Jobs {
     fn status(&self) -> String {
         format!("{} background shell job(s)", self.lock().len())
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
