@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use gantry_core::{Resource, async_trait};
 
-use crate::process::{Running, describe_status, kill_group};
+use crate::output::render;
+use crate::process::{Running, describe_status};
 
 /// One background command.
 struct Job {
@@ -87,13 +88,7 @@ impl Jobs {
                 job.finished = Some((status, job.started.elapsed()));
             }
         }
-        let output = job
-            .running
-            .output
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .render();
+        let output = render(&job.running.output().lock().take());
         let status = match job.finished {
             Some((status, took)) => {
                 format!("{} after {} s", describe_status(status), took.as_secs())
@@ -106,13 +101,6 @@ impl Jobs {
             command: job.command.clone(),
         })
     }
-
-    fn groups(&self) -> Vec<i32> {
-        self.lock()
-            .values()
-            .filter_map(|job| job.try_lock().ok().map(|job| job.running.pgid()))
-            .collect()
-    }
 }
 
 #[async_trait]
@@ -124,7 +112,7 @@ impl Resource for Jobs {
     async fn shutdown(&self) {
         let jobs: Vec<_> = std::mem::take(&mut *self.lock()).into_values().collect();
         for job in jobs {
-            let mut job = job.lock().await;
+            let job = job.lock().await;
             if job.finished.is_none() {
                 let _ = tokio::time::timeout(Duration::from_secs(5), job.running.kill()).await;
             }
@@ -132,8 +120,11 @@ impl Resource for Jobs {
     }
 
     fn kill_now(&self) {
-        for pgid in self.groups() {
-            kill_group(pgid);
+        for job in self.lock().values() {
+            // A job locked by a poll is being waited for or killed.
+            if let Ok(job) = job.try_lock() {
+                job.running.kill_group();
+            }
         }
     }
 

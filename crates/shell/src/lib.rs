@@ -24,7 +24,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 pub use jobs::Jobs;
-pub use output::CappedOutput;
 
 /// Default foreground timeout.
 const DEFAULT_TIMEOUT: u64 = 120;
@@ -40,13 +39,13 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 async fn report_progress(
     ctx: &ToolContext,
     command: &str,
-    output: &process::SharedOutput,
+    output: &gantry_process::Capture,
     started: Instant,
 ) -> std::convert::Infallible {
     let mut ticks = tokio::time::interval_at((started + PROGRESS_EVERY).into(), PROGRESS_EVERY);
     loop {
         ticks.tick().await;
-        let bytes = output.lock().unwrap_or_else(|p| p.into_inner()).total();
+        let bytes = output.lock().total();
         let seconds = started.elapsed().as_secs();
         ctx.progress(
             format!("`{command}` running for {seconds} s, {bytes} bytes of output so far"),
@@ -186,7 +185,7 @@ impl Tool for Shell {
             )));
         }
         let shown_dir = ctx.run.workspace().display(&dir);
-        let mut running = process::spawn(&command, &dir)
+        let running = process::spawn(&command, &dir)
             .map_err(|e| ToolError::failed(format!("cannot start bash: {e}")))?;
 
         if params.is_background == Some(true) {
@@ -201,19 +200,16 @@ impl Tool for Shell {
 
         let timeout =
             Duration::from_secs(params.timeout.unwrap_or(DEFAULT_TIMEOUT).min(MAX_TIMEOUT));
-        // If the pipeline drops this future (cancellation), the guard kills
-        // the group.
-        let mut guard = process::GroupGuard(running.pgid());
+        // If the pipeline drops this future (cancellation), dropping
+        // `running` kills the group.
         let started = Instant::now();
-        let output = running.output.clone();
         let finished = tokio::select! {
             finished = tokio::time::timeout(timeout, running.wait()) => finished,
-            never = report_progress(&ctx, &command, &output, started) => match never {},
+            never = report_progress(&ctx, &command, running.output(), started) => match never {},
         };
         if finished.is_err() {
             let _ = running.kill().await;
         }
-        guard.disarm();
         let output = running.output_text();
         let status = match finished {
             Ok(status) => status?,
