@@ -89,9 +89,9 @@ pub(crate) fn apply(workspace: &Workspace, changes: Vec<Change>) -> Result<Outco
     let mut writes = Vec::new();
     for (index, change) in changes.iter().enumerate() {
         if change.after().is_some() {
-            let target = workspace
-                .real_path(change.path())
-                .map_err(|e| WriteError::from_io(workspace, change.path(), "resolve", e))?;
+            let target = workspace.real_path(change.path()).map_err(|e| {
+                WriteError::from_io(workspace, change.path(), "follow the links of", e)
+            })?;
             let dir = target.parent().unwrap_or(root).to_path_buf();
             // Cut, so a long name plus the suffix stays within NAME_MAX.
             let name: String = target

@@ -1,0 +1,189 @@
+//! The invariants of ARCHITECTURE.md, checked from the sources and
+//! manifests: the core names no tool; families depend on the core and the
+//! process crate only; front ends name no tool or family; only the write
+//! path writes workspace files. Test code (`#[cfg(test)]` modules, tests
+//! folders) is not held to them.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn crates() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The non-test code of every `.rs` file under `dir`, with its path:
+/// files named like tests are skipped, a `#[cfg(test)]` module (by
+/// convention the last thing in a file) is cut off, and comments dropped.
+fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !name.ends_with(".rs") || name.contains("test") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text = match text.find("#[cfg(test)]") {
+                Some(at) => &text[..at],
+                None => &text,
+            };
+            // Comments (and the doc examples in them) are not code.
+            let code: String = text
+                .lines()
+                .filter(|line| !line.trim_start().starts_with("//"))
+                .map(|line| format!("{line}\n"))
+                .collect();
+            out.push((path, code));
+        }
+    }
+    out
+}
+
+/// Every tool Gantry has, by name.
+fn tool_names() -> BTreeSet<String> {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = runtime
+        .block_on(gantry_assembly::reference_run(dir.path()))
+        .unwrap();
+    let names: BTreeSet<String> = run.tools().into_iter().map(|t| t.name).collect();
+    assert!(names.len() >= 15, "{names:?}");
+    names
+}
+
+/// String literals in `code` that are exactly a tool's name.
+fn named_tools(code: &str, tools: &BTreeSet<String>) -> Vec<String> {
+    tools
+        .iter()
+        .filter(|name| code.contains(&format!("\"{name}\"")))
+        .cloned()
+        .collect()
+}
+
+/// The `gantry-*` crates a manifest depends on (not dev-dependencies).
+fn gantry_dependencies(manifest: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let mut in_deps = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        if in_deps
+            && let Some(name) = line.split(['.', ' ', '=']).next()
+            && name.starts_with("gantry-")
+        {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+const FAMILIES: [&str; 8] = ["fs", "edit", "shell", "web", "memory", "ask", "lsp", "ast"];
+const FRONT_ENDS: [&str; 2] = ["mcp", "cli"];
+
+#[test]
+fn the_core_names_no_tool() {
+    let tools = tool_names();
+    let mut found = Vec::new();
+    for (path, code) in sources(&crates().join("core/src")) {
+        for name in named_tools(&code, &tools) {
+            found.push(format!("{} names `{name}`", path.display()));
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn families_depend_on_the_core_and_the_process_crate_only() {
+    let mut found = Vec::new();
+    for family in FAMILIES {
+        for dependency in gantry_dependencies(&crates().join(family).join("Cargo.toml")) {
+            if dependency != "gantry-core" && dependency != "gantry-process" {
+                found.push(format!("the {family} family depends on {dependency}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn front_ends_name_no_tool_and_no_family() {
+    let tools = tool_names();
+    let mut found = Vec::new();
+    for front in FRONT_ENDS {
+        for dependency in gantry_dependencies(&crates().join(front).join("Cargo.toml")) {
+            if FAMILIES.iter().any(|f| dependency == format!("gantry-{f}")) {
+                found.push(format!("{front} depends on the family {dependency}"));
+            }
+        }
+        for (path, code) in sources(&crates().join(front).join("src")) {
+            for name in named_tools(&code, &tools) {
+                found.push(format!("{} names `{name}`", path.display()));
+            }
+            for family in FAMILIES {
+                if code.contains(&format!("gantry_{family}::")) {
+                    found.push(format!("{} names the {family} family", path.display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Calls that write or remove files by path.
+const WRITES: [&str; 7] = [
+    "fs::write(",
+    "File::create(",
+    "OpenOptions::new()",
+    "fs::rename(",
+    "fs::remove_file(",
+    "fs::create_dir",
+    "fs::remove_dir",
+];
+
+/// Writes that never touch a workspace file, each with why.
+const NOT_THE_WORKSPACE: [(&str, &str); 3] = [
+    // The journal and its beacon live in the state directory.
+    ("core/src/write/journal.rs", "the state directory"),
+    // --log-file, where the person asked for logs.
+    ("cli/src/main.rs", "the log file"),
+    // ~/.gantry, created for the user's memory file before the write path
+    // writes the file itself.
+    ("memory/src/lib.rs", "the user's ~/.gantry folder"),
+];
+
+#[test]
+fn only_the_write_path_writes_workspace_files() {
+    let mut found = Vec::new();
+    let root = crates();
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        for (path, code) in sources(&src) {
+            let relative = path.strip_prefix(&root).unwrap().display().to_string();
+            if relative.starts_with("core/src/write/")
+                || relative.starts_with("core/src/workspace/")
+                || NOT_THE_WORKSPACE.iter().any(|(file, _)| relative == *file)
+            {
+                continue;
+            }
+            for call in WRITES {
+                if code.contains(call) {
+                    found.push(format!("{relative} calls {call}"));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
