@@ -12,8 +12,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{accept, edit_id, err, ok, read, workspace};
-use gantry_core::testing::state_dir;
+use common::{accept, edit_id, stage, workspace};
+use gantry_core::testing::{err, ok, read, state_dir};
 use gantry_core::write::recover;
 use serde_json::json;
 
@@ -31,12 +31,7 @@ async fn stage_then_accept_writes_every_file() {
         ("src/b.rs", B),
         ("src/c.rs", "fn c() {}\n"),
     ]);
-    let text = ok(
-        &run,
-        "ast_edit",
-        json!({"pattern": "$X.unwrap()", "rewrite": "$X.expect(\"checked\")"}),
-    )
-    .await;
+    let text = stage(&run, "$X.unwrap()", "$X.expect(\"checked\")").await;
     assert!(
         text.starts_with(
             "(proposed) 3 replacements in 2 files: `$X.unwrap()` → `$X.expect(\"checked\")`"
@@ -95,12 +90,7 @@ async fn stage_then_accept_writes_every_file() {
 #[tokio::test]
 async fn a_file_changed_after_staging_rejects_the_whole_accept() {
     let (_dir, run) = workspace(&[("src/a.rs", A), ("src/b.rs", B)]);
-    let text = ok(
-        &run,
-        "ast_edit",
-        json!({"pattern": "$X.unwrap()", "rewrite": "$X?"}),
-    )
-    .await;
+    let text = stage(&run, "$X.unwrap()", "$X?").await;
     let id = edit_id(&text);
     let moved = "fn b() { /* edited by someone else */ }\n";
     std::fs::write(run.workspace().root().join("src/b.rs"), moved).unwrap();
@@ -168,12 +158,7 @@ async fn a_rewrite_with_an_unbound_metavariable_is_an_error() {
 async fn nested_matches_rewrite_the_outermost_and_say_so() {
     let source = "fn f() {\n    let v = a.unwrap().b.unwrap();\n}\n";
     let (_dir, run) = workspace(&[("n.rs", source)]);
-    let text = ok(
-        &run,
-        "ast_edit",
-        json!({"pattern": "$X.unwrap()", "rewrite": "must($X)"}),
-    )
-    .await;
+    let text = stage(&run, "$X.unwrap()", "must($X)").await;
     assert!(
         text.starts_with("(proposed) 1 replacement in 1 file"),
         "{text}"
@@ -188,12 +173,7 @@ async fn nested_matches_rewrite_the_outermost_and_say_so() {
         "fn f() {\n    let v = must(a.unwrap().b);\n}\n"
     );
     // Again: the inner one now.
-    let text = ok(
-        &run,
-        "ast_edit",
-        json!({"pattern": "$X.unwrap()", "rewrite": "must($X)"}),
-    )
-    .await;
+    let text = stage(&run, "$X.unwrap()", "must($X)").await;
     accept(&run, &text).await;
     assert_eq!(
         read(&run, "n.rs"),
@@ -206,12 +186,7 @@ async fn nested_matches_rewrite_the_outermost_and_say_so() {
 async fn dart_statement_runs_are_carried_into_the_rewrite() {
     let source = "void f() {\n  setState(() {\n    a = 1;\n    b = 2;\n  });\n}\n";
     let (_dir, run) = workspace(&[("lib/w.dart", source)]);
-    let text = ok(
-        &run,
-        "ast_edit",
-        json!({"pattern": "setState(() { $$$BODY })", "rewrite": "update(() { $$$BODY })"}),
-    )
-    .await;
+    let text = stage(&run, "setState(() { $$$BODY })", "update(() { $$$BODY })").await;
     accept(&run, &text).await;
     assert_eq!(
         read(&run, "lib/w.dart"),
@@ -224,12 +199,7 @@ async fn dart_statement_runs_are_carried_into_the_rewrite() {
 async fn python_rewrite_with_repeated_metavariable() {
     let source = "def f(a, b):\n    if a == a:\n        pass\n    if a == b:\n        pass\n";
     let (_dir, run) = workspace(&[("m.py", source)]);
-    let text = ok(
-        &run,
-        "ast_edit",
-        json!({"pattern": "$A == $A", "rewrite": "True"}),
-    )
-    .await;
+    let text = stage(&run, "$A == $A", "True").await;
     assert!(
         text.starts_with("(proposed) 1 replacement in 1 file"),
         "{text}"
@@ -245,12 +215,7 @@ async fn python_rewrite_with_repeated_metavariable() {
 #[tokio::test]
 async fn staged_edits_end_with_the_run() {
     let (dir, run) = workspace(&[("src/a.rs", A)]);
-    let text = ok(
-        &run,
-        "ast_edit",
-        json!({"pattern": "$X.unwrap()", "rewrite": "$X?"}),
-    )
-    .await;
+    let text = stage(&run, "$X.unwrap()", "$X?").await;
     let id = edit_id(&text);
     assert!(
         run.resource_status()
@@ -284,12 +249,7 @@ fn child_entry() {
             gantry_core::Workspace::new(&root).unwrap(),
         ))
         .build();
-        let text = ok(
-            &run,
-            "ast_edit",
-            json!({"pattern": "$X.unwrap()", "rewrite": "$X?"}),
-        )
-        .await;
+        let text = stage(&run, "$X.unwrap()", "$X?").await;
         let outcome = run
             .call(
                 "resolve",

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{err, locations, ok, workspace};
+use common::{locations, workspace};
+use gantry_core::testing::{err, ok};
 use serde_json::json;
 
 /// A language's case: its file, a call pattern and where it matches, a

@@ -2,7 +2,8 @@
 
 mod common;
 
-use common::{err, locations, ok, workspace};
+use common::{locations, workspace};
+use gantry_core::testing::{err, ok};
 use serde_json::json;
 
 #[cfg(feature = "rust")]

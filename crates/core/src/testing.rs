@@ -1,11 +1,19 @@
 //! Helpers for the tests of tool families (feature `testing`): every write
 //! of a test binary journals into one temp state directory, never the
-//! user's, and workspaces are temp folders with the files a test names.
+//! user's; workspaces are temp folders with the files a test names; calls
+//! go through the real pipeline and panic with the call when they do not
+//! end as the test expects; and a test that needs something from outside
+//! (a language server) is skipped only when a variable asks for it.
 
+use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::{CallError, CallErrorKind, Run, ToolResult};
 
 /// Points `GANTRY_STATE_DIR` at one temp dir for the whole test binary
 /// (and the child processes it starts), and returns it.
@@ -35,6 +43,80 @@ pub fn workspace_with<C: AsRef<[u8]>>(files: &[(&str, C)]) -> tempfile::TempDir 
         std::fs::write(path, content).expect("writing a file of the workspace");
     }
     dir
+}
+
+/// The result of calling `tool` with `args` through `run`'s pipeline,
+/// which must succeed: panics naming the call and the error otherwise, so
+/// a failing test says which call broke and why.
+pub async fn ok_result(run: &Run, tool: &str, args: Value) -> ToolResult {
+    match run.call(tool, args.clone()).await {
+        Ok(result) => result,
+        Err(error) => panic!("{tool} {args} failed: {}", error.message),
+    }
+}
+
+/// The text of a call that must succeed (see [`ok_result`]): what most
+/// assertions look at.
+pub async fn ok(run: &Run, tool: &str, args: Value) -> String {
+    ok_result(run, tool, args).await.text_content()
+}
+
+/// The error of calling `tool` with `args`, which must fail with `kind`:
+/// panics with the result when it succeeded and with the message when it
+/// failed otherwise (a refused parameter is not a failed run).
+pub async fn fails(run: &Run, tool: &str, args: Value, kind: CallErrorKind) -> CallError {
+    match run.call(tool, args.clone()).await {
+        Ok(result) => panic!(
+            "{tool} {args} should have failed, got:\n{}",
+            result.text_content()
+        ),
+        Err(error) => {
+            assert_eq!(error.kind, kind, "{tool} {args}: {}", error.message);
+            error
+        }
+    }
+}
+
+/// The message of a call that must fail, whatever the kind of failure:
+/// panics with the result when it succeeded.
+pub async fn err(run: &Run, tool: &str, args: Value) -> String {
+    match run.call(tool, args.clone()).await {
+        Ok(result) => panic!(
+            "{tool} {args} should have failed, got:\n{}",
+            result.text_content()
+        ),
+        Err(error) => error.message,
+    }
+}
+
+/// The text of file `name` in `run`'s workspace: what a call wrote.
+pub fn read(run: &Run, name: &str) -> String {
+    let path = run.workspace().root().join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// Whether `variable` is `1`, asking to skip the tests that need `what`
+/// (a language server, say): a test that cannot run skips only when asked
+/// to, so a green run means the tests ran. When asked, says so on the
+/// test binary's stderr, which cargo's output capture does not hold back,
+/// so the skip shows in the run's output even though the test passes
+/// (cargo has no "skipped" state); scripts/test.sh repeats it in its
+/// summary.
+pub fn skip_requested(variable: &str, what: &str) -> bool {
+    if std::env::var_os(variable).is_none_or(|value| value != "1") {
+        return false;
+    }
+    let thread = std::thread::current();
+    let test = thread
+        .name()
+        .filter(|name| *name != "main")
+        .unwrap_or("a test");
+    // Past the capture: `eprintln!` output of a passing test is dropped.
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED on request ({variable}=1): {test}, which needs {what}"
+    );
+    true
 }
 
 /// Waits up to `bound` for process `pid` to exit, whether or not it is a

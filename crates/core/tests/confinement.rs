@@ -11,12 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use gantry_core::write::{Change, ChangeSet, WriteError};
-use gantry_core::{Run, Workspace};
+use gantry_core::{Run, Workspace, testing};
 use rustix::fs::{CWD, RenameFlags};
-
-#[path = "../src/testing.rs"]
-#[allow(dead_code)] // Only the state directory is used here.
-mod testing;
 
 /// How long each race runs: long enough for tens of thousands of swaps.
 const RACE: Duration = Duration::from_secs(2);
@@ -112,6 +108,7 @@ fn reads_never_reach_outside_while_a_folder_is_swapped_for_a_link() {
         }
     }
     let swaps = race.stop();
+    eprintln!("reads: {inside} inside, {refused} refused, {outside} outside; {swaps} swaps");
     assert_eq!(outside, 0, "{outside} reads returned the outside file");
     assert!(swaps > 1000, "the race barely ran: {swaps} swaps");
     assert!(
@@ -150,6 +147,7 @@ async fn overwrites_and_creates_never_land_outside_while_a_folder_is_swapped() {
         }
     }
     let swaps = race.stop();
+    eprintln!("writes: {written} written, {refused} refused; {swaps} swaps");
     assert_eq!(
         std::fs::read_to_string(race.outside.path().join("f.txt")).unwrap(),
         "OUTSIDE"

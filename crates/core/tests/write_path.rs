@@ -14,26 +14,16 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use gantry_core::testing::{self, read, state_dir};
 use gantry_core::write::{
     Applied, Change, ChangeKind, ChangeSet, WriteError, WriteHook, open_workspace, recover,
 };
 use gantry_core::{Run, Workspace, async_trait};
 
-// The helpers tool families get with the `testing` feature; included here
-// by path because a crate cannot enable its own feature for its tests.
-#[path = "../src/testing.rs"]
-#[allow(dead_code)] // `exited` serves the family tests, not this one.
-mod testing;
-use testing::state_dir;
-
 fn workspace_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Run) {
     let dir = testing::workspace_with(files);
     let run = Run::builder(Workspace::new(dir.path()).unwrap()).build();
     (dir, run)
-}
-
-fn read(run: &Run, name: &str) -> String {
-    std::fs::read_to_string(run.workspace().root().join(name)).unwrap()
 }
 
 /// Every file under `root`, relative.

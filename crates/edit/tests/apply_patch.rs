@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use gantry_core::testing::{fails, ok_result};
 use gantry_core::{CallErrorKind, Display};
 use serde_json::json;
 
@@ -33,7 +34,7 @@ async fn begin_patch_adds_updates_moves_and_deletes() {
 *** Delete File: obsolete.txt
 *** End Patch
 ";
-    let result = ok(&run, "apply_patch", json!({"patch": patch})).await;
+    let result = ok_result(&run, "apply_patch", json!({"patch": patch})).await;
     let text = result.text_content();
     assert!(
         text.starts_with(
@@ -77,7 +78,7 @@ index 111..222 100644
 @@ -1 +0,0 @@
 -old
 ";
-    let result = ok(&run, "apply_patch", json!({"patch": patch})).await;
+    let result = ok_result(&run, "apply_patch", json!({"patch": patch})).await;
     assert!(
         result
             .text_content()
@@ -231,7 +232,7 @@ async fn whitespace_drift_line_endings_bom_and_final_newline() {
 +SECOND
 *** End of File
 *** End Patch";
-    ok(&run, "apply_patch", json!({"patch": patch})).await;
+    ok_result(&run, "apply_patch", json!({"patch": patch})).await;
     assert_eq!(read_text(&dir, "win.txt"), "one\r\nTWO\r\n2.5\r\nthree\r\n");
     assert_eq!(read_text(&dir, "bom.txt"), "\u{feff}first\nSECOND");
 }

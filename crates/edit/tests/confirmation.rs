@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use common::*;
+use gantry_core::testing::{fails, ok_result};
 use gantry_core::{
     Answer, ApprovalMode, CallErrorKind, Confirmation, Human, HumanError, Question, Surface, Tier,
     async_trait,
@@ -59,7 +60,7 @@ async fn the_person_sees_the_diff_and_exactly_that_is_written() {
     let dir = workspace(&[("a.txt", b"old line\n")]);
     let human = Scripted::new(true, None);
     let run = confirming_run(&dir, human.clone());
-    ok(
+    ok_result(
         &run,
         "edit",
         json!({"path": "a.txt", "old_string": "old", "new_string": "new"}),

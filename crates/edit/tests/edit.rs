@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use gantry_core::CallErrorKind;
+use gantry_core::testing::{fails, ok_result};
 use serde_json::json;
 
 const SOURCE: &str = "fn main() {\n    let total = compute(1, 2);\n    println!(\"{total}\");\n}\n";
@@ -13,7 +14,7 @@ const SOURCE: &str = "fn main() {\n    let total = compute(1, 2);\n    println!(
 async fn replaces_one_occurrence_and_shows_the_diff() {
     let dir = workspace(&[("src/main.rs", SOURCE.as_bytes())]);
     let run = run(&dir);
-    let result = ok(
+    let result = ok_result(
         &run,
         "edit",
         json!({"path": "src/main.rs", "old_string": "compute(1, 2)", "new_string": "compute(3, 4)"}),
@@ -98,7 +99,7 @@ async fn more_matches_than_expected_say_how_many_and_where() {
         "item\nother\nitem\nother\nitem\n"
     );
 
-    let result = ok(&run, "edit", json!({"path": "list.txt", "old_string": "item", "new_string": "thing", "expected_replacements": 3})).await;
+    let result = ok_result(&run, "edit", json!({"path": "list.txt", "old_string": "item", "new_string": "thing", "expected_replacements": 3})).await;
     assert!(
         result
             .text_content()
@@ -180,13 +181,13 @@ async fn crlf_bom_and_final_newline_are_kept() {
     ]);
     let run = run(&dir);
     // The model sends LF; the file is CRLF and stays CRLF.
-    ok(&run, "edit", json!({"path": "win.txt", "old_string": "first\nsecond\n", "new_string": "first\nnew second\nextra\n"})).await;
+    ok_result(&run, "edit", json!({"path": "win.txt", "old_string": "first\nsecond\n", "new_string": "first\nnew second\nextra\n"})).await;
     assert_eq!(
         read_text(&dir, "win.txt"),
         "first\r\nnew second\r\nextra\r\nthird\r\n"
     );
     // An edit at the very start of a file with a byte-order mark.
-    ok(
+    ok_result(
         &run,
         "edit",
         json!({"path": "bom.cs", "old_string": "class A {}", "new_string": "class Z {}"}),
@@ -197,7 +198,7 @@ async fn crlf_bom_and_final_newline_are_kept() {
         "\u{feff}class Z {}\nclass B {}\n"
     );
     // No final newline stays none, even if new_string adds one.
-    ok(
+    ok_result(
         &run,
         "edit",
         json!({"path": "open.txt", "old_string": "beta", "new_string": "gamma\n"}),
@@ -205,7 +206,7 @@ async fn crlf_bom_and_final_newline_are_kept() {
     .await;
     assert_eq!(read_text(&dir, "open.txt"), "alpha\ngamma");
     // A final newline stays, even if the edit drops it.
-    ok(
+    ok_result(
         &run,
         "edit",
         json!({"path": "closed.txt", "old_string": "beta\n", "new_string": "gamma"}),
@@ -218,7 +219,7 @@ async fn crlf_bom_and_final_newline_are_kept() {
 async fn empty_old_string_creates_a_missing_file_only() {
     let dir = workspace(&[("exists.txt", b"x\n")]);
     let run = run(&dir);
-    let result = ok(
+    let result = ok_result(
         &run,
         "edit",
         json!({"path": "new/file.txt", "old_string": "", "new_string": "hello\n"}),

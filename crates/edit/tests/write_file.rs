@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use gantry_core::testing::{fails, ok_result};
 use gantry_core::{CallErrorKind, Display};
 use serde_json::json;
 
@@ -10,7 +11,7 @@ use serde_json::json;
 async fn creates_the_file_and_its_parents() {
     let dir = workspace(&[]);
     let run = run(&dir);
-    let result = ok(
+    let result = ok_result(
         &run,
         "write_file",
         json!({"path": "src/deep/new.rs", "content": "fn a() {}\nfn b() {}\n"}),
@@ -35,7 +36,7 @@ async fn creates_the_file_and_its_parents() {
 async fn overwriting_says_so_with_counts_and_diff() {
     let dir = workspace(&[("notes.txt", b"one\ntwo\nthree\n")]);
     let run = run(&dir);
-    let result = ok(
+    let result = ok_result(
         &run,
         "write_file",
         json!({"path": "notes.txt", "content": "one\n2\nthree\nfour\n"}),
@@ -50,7 +51,7 @@ async fn overwriting_says_so_with_counts_and_diff() {
     assert_eq!(read_text(&dir, "notes.txt"), "one\n2\nthree\nfour\n");
 
     // The same content again: nothing to write.
-    let result = ok(
+    let result = ok_result(
         &run,
         "write_file",
         json!({"path": "notes.txt", "content": "one\n2\nthree\nfour\n"}),
@@ -70,7 +71,7 @@ async fn writes_through_a_symlink_and_keeps_the_mode() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::os::unix::fs::symlink("bin/tool.sh", dir.path().join("tool")).unwrap();
     let run = run(&dir);
-    ok(
+    ok_result(
         &run,
         "write_file",
         json!({"path": "tool", "content": "#!/bin/sh\necho hi\n"}),

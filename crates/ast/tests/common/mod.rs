@@ -3,33 +3,14 @@
 
 #![allow(dead_code)]
 
+use gantry_core::testing::ok;
 use gantry_core::{Run, Workspace};
-use serde_json::Value;
 
 /// A temp workspace holding `files`, and a run over it.
 pub fn workspace(files: &[(&str, &str)]) -> (tempfile::TempDir, Run) {
     let dir = gantry_core::testing::workspace_with(files);
     let run = gantry_ast::register(Run::builder(Workspace::new(dir.path()).unwrap())).build();
     (dir, run)
-}
-
-/// The text of a successful call; panics with the error otherwise.
-pub async fn ok(run: &Run, tool: &str, args: Value) -> String {
-    match run.call(tool, args.clone()).await {
-        Ok(result) => result.text_content(),
-        Err(error) => panic!("{tool} {args} failed: {}", error.message),
-    }
-}
-
-/// The message of a failed call; panics if it succeeded.
-pub async fn err(run: &Run, tool: &str, args: Value) -> String {
-    match run.call(tool, args.clone()).await {
-        Ok(result) => panic!(
-            "{tool} {args} should have failed, got:\n{}",
-            result.text_content()
-        ),
-        Err(error) => error.message,
-    }
 }
 
 /// `path:line:col` locations of an ast_grep result, in order.
@@ -44,9 +25,15 @@ pub fn locations(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The file's content in the workspace.
-pub fn read(run: &Run, name: &str) -> String {
-    std::fs::read_to_string(run.workspace().root().join(name)).unwrap()
+/// Stages an `ast_edit` of `pattern` into `rewrite` over the whole
+/// workspace, as most edit tests start; the staged text.
+pub async fn stage(run: &Run, pattern: &str, rewrite: &str) -> String {
+    ok(
+        run,
+        "ast_edit",
+        serde_json::json!({"pattern": pattern, "rewrite": rewrite}),
+    )
+    .await
 }
 
 /// The edit id of an ast_edit result.

@@ -5,8 +5,7 @@
 
 use std::path::Path;
 
-use gantry_core::{CallError, CallErrorKind, Run, RunBuilder, ToolResult, Workspace};
-use serde_json::Value;
+use gantry_core::{Run, RunBuilder, Workspace};
 
 /// A temp workspace holding `files` (bytes, so tests can write CRLF, BOMs
 /// and binaries).
@@ -24,27 +23,13 @@ pub fn run(dir: &tempfile::TempDir) -> Run {
     builder(dir).build()
 }
 
-pub async fn ok(run: &Run, tool: &str, args: Value) -> ToolResult {
-    match run.call(tool, args).await {
-        Ok(result) => result,
-        Err(error) => panic!("{tool} failed: {}", error.message),
-    }
-}
-
-pub async fn fails(run: &Run, tool: &str, args: Value, kind: CallErrorKind) -> CallError {
-    match run.call(tool, args).await {
-        Ok(result) => panic!("{tool} succeeded: {}", result.text_content()),
-        Err(error) => {
-            assert_eq!(error.kind, kind, "{}", error.message);
-            error
-        }
-    }
-}
-
+/// The bytes of file `name` in the workspace `dir`, before any run is
+/// made (line endings, BOMs and binaries are the edit tools' concern).
 pub fn read(dir: &tempfile::TempDir, name: &str) -> Vec<u8> {
     std::fs::read(dir.path().join(name)).unwrap()
 }
 
+/// [`read`] as UTF-8 text.
 pub fn read_text(dir: &tempfile::TempDir, name: &str) -> String {
     String::from_utf8(read(dir, name)).unwrap()
 }

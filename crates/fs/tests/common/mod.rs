@@ -9,13 +9,17 @@ use serde_json::Value;
 
 /// A temporary workspace directory with a run over it.
 pub struct Fixture {
+    /// The workspace folder, removed on drop.
     pub dir: tempfile::TempDir,
+    /// A run over it with the fs tools.
     pub run: Run,
 }
 
 impl Fixture {
+    /// An empty workspace, with the test binary's state directory in a
+    /// temp dir (see `gantry_core::testing::state_dir`).
     pub fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = gantry_core::testing::workspace_with::<&str>(&[]);
         let run = gantry_fs::register(Run::builder(Workspace::new(dir.path()).unwrap())).build();
         Fixture { dir, run }
     }
@@ -25,6 +29,7 @@ impl Fixture {
         self.run.workspace().root().to_path_buf()
     }
 
+    /// `relative` under the canonical root.
     pub fn path(&self, relative: &str) -> PathBuf {
         self.root().join(relative)
     }
@@ -39,30 +44,26 @@ impl Fixture {
         path
     }
 
+    /// Creates a folder, with its parents.
     pub fn mkdir(&self, relative: &str) -> PathBuf {
         let path = self.path(relative);
         std::fs::create_dir_all(&path).unwrap();
         path
     }
 
+    /// Calls `tool` through the pipeline, whatever the outcome.
     pub async fn call(&self, tool: &str, args: Value) -> Result<ToolResult, CallError> {
         self.run.call(tool, args).await
     }
 
     /// Calls and expects success; returns the text for the model.
     pub async fn ok(&self, tool: &str, args: Value) -> String {
-        match self.call(tool, args.clone()).await {
-            Ok(result) => result.text_content(),
-            Err(error) => panic!("{tool} {args} failed: {error}"),
-        }
+        gantry_core::testing::ok(&self.run, tool, args).await
     }
 
     /// Calls and expects failure; returns the message.
     pub async fn err(&self, tool: &str, args: Value) -> String {
-        match self.call(tool, args.clone()).await {
-            Ok(result) => panic!("{tool} {args} should fail, got: {}", result.text_content()),
-            Err(error) => error.message,
-        }
+        gantry_core::testing::err(&self.run, tool, args).await
     }
 }
 
