@@ -5,8 +5,13 @@ mod common;
 
 use common::*;
 use gantry_core::testing::{fails, ok_result};
-use gantry_core::{CallErrorKind, Display};
+use gantry_core::{CallError, CallErrorKind, Display, Run};
 use serde_json::json;
+
+/// The error of applying `patch`, which must fail with `kind`.
+async fn refused(run: &Run, patch: &str, kind: CallErrorKind) -> CallError {
+    fails(run, "apply_patch", json!({"patch": patch}), kind).await
+}
 
 const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
 
@@ -110,13 +115,7 @@ async fn a_hunk_that_does_not_apply_changes_no_file_at_all() {
 -    a * b
 +    a.wrapping_mul(b)
 *** End Patch";
-    let error = fails(
-        &run,
-        "apply_patch",
-        json!({"patch": patch}),
-        CallErrorKind::Failed,
-    )
-    .await;
+    let error = refused(&run, patch, CallErrorKind::Failed).await;
     assert!(
         error.message.starts_with(
             "the patch was not applied and no file was changed; 1 problem:\n\nsrc/lib.rs: hunk 1 of 1 (patch line 8): these lines were not found:\n  |pub fn mul(a: i32, b: i32) -> i32 {\n  |    a * b\n"
@@ -166,13 +165,7 @@ async fn syntax_errors_name_the_patch_line() {
         ),
     ];
     for (patch, expected) in cases {
-        let error = fails(
-            &run,
-            "apply_patch",
-            json!({"patch": patch}),
-            CallErrorKind::InvalidParams,
-        )
-        .await;
+        let error = refused(&run, patch, CallErrorKind::InvalidParams).await;
         let message = error
             .message
             .strip_prefix("invalid parameters for `apply_patch`: ")
@@ -190,13 +183,7 @@ async fn files_that_are_not_as_the_patch_says_are_named() {
     let dir = workspace(&[("here.txt", b"x\n")]);
     let run = run(&dir);
     let patch = "*** Begin Patch\n*** Add File: here.txt\n+y\n*** Update File: nowhere.txt\n-a\n+b\n*** Delete File: gone.txt\n*** End Patch";
-    let error = fails(
-        &run,
-        "apply_patch",
-        json!({"patch": patch}),
-        CallErrorKind::Failed,
-    )
-    .await;
+    let error = refused(&run, patch, CallErrorKind::Failed).await;
     for expected in [
         "3 problems",
         "here.txt (patch line 2): `Add File` but the file already exists; use `*** Update File` to change it",

@@ -35,10 +35,7 @@ async fn newest_first_then_by_path() {
 
 #[tokio::test]
 async fn a_pattern_without_slash_matches_names_at_any_depth() {
-    let fx = Fixture::new();
-    fx.write("top.rs", "");
-    fx.write("a/b/deep.rs", "");
-    fx.write("a/b/deep.txt", "");
+    let fx = Fixture::with(&[("top.rs", ""), ("a/b/deep.rs", ""), ("a/b/deep.txt", "")]);
     let text = fx.ok("glob", json!({"pattern": "*.rs"})).await;
     let mut files = listed(&text);
     files.sort();
@@ -57,9 +54,7 @@ async fn a_pattern_without_slash_matches_names_at_any_depth() {
 
 #[tokio::test]
 async fn path_narrows_the_search_and_output_stays_workspace_relative() {
-    let fx = Fixture::new();
-    fx.write("src/x/lib.rs", "");
-    fx.write("other/lib.rs", "");
+    let fx = Fixture::with(&[("src/x/lib.rs", ""), ("other/lib.rs", "")]);
     let text = fx
         .ok("glob", json!({"pattern": "x/*.rs", "path": "src"}))
         .await;
@@ -85,15 +80,16 @@ async fn path_narrows_the_search_and_output_stays_workspace_relative() {
 
 #[tokio::test]
 async fn gitignore_is_respected_without_a_git_repository_and_hidden_is_skipped() {
-    let fx = Fixture::new();
-    fx.write(".gitignore", "target/\n*.gen.rs\n");
-    fx.write("src/.ignore", "skipme.rs\n");
-    fx.write("src/main.rs", "");
-    fx.write("src/x.gen.rs", "");
-    fx.write("src/skipme.rs", "");
-    fx.write("target/debug/build.rs", "");
-    fx.write(".hidden/secret.rs", "");
-    fx.write(".github/workflows/ci.yml", "");
+    let fx = Fixture::with(&[
+        (".gitignore", "target/\n*.gen.rs\n"),
+        ("src/.ignore", "skipme.rs\n"),
+        ("src/main.rs", ""),
+        ("src/x.gen.rs", ""),
+        ("src/skipme.rs", ""),
+        ("target/debug/build.rs", ""),
+        (".hidden/secret.rs", ""),
+        (".github/workflows/ci.yml", ""),
+    ]);
     assert!(!fx.path(".git").exists());
 
     let text = fx.ok("glob", json!({"pattern": "**/*.rs"})).await;

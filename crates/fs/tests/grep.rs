@@ -14,11 +14,12 @@ fn body(text: &str) -> Vec<&str> {
 
 #[tokio::test]
 async fn matches_are_grouped_by_file_in_path_order_with_line_numbers() {
-    let fx = Fixture::new();
-    fx.write("b.rs", "let x = 1;\nfoo();\nbar();\nfoo(foo);\n");
-    fx.write("a/x.rs", "foo\n");
-    fx.write("a.rs", "no\nno\nthe foo\n");
-    fx.write("c.txt", "nothing here\n");
+    let fx = Fixture::with(&[
+        ("b.rs", "let x = 1;\nfoo();\nbar();\nfoo(foo);\n"),
+        ("a/x.rs", "foo\n"),
+        ("a.rs", "no\nno\nthe foo\n"),
+        ("c.txt", "nothing here\n"),
+    ]);
     let text = fx.ok("grep", json!({"pattern": "foo"})).await;
     assert_eq!(
         text,
@@ -69,11 +70,12 @@ async fn context_lines_are_marked_and_separate_groups_are_divided() {
 
 #[tokio::test]
 async fn include_filters_by_name_or_by_path_under_the_searched_folder() {
-    let fx = Fixture::new();
-    fx.write("src/lib.rs", "needle\n");
-    fx.write("src/ui/app.ts", "needle\n");
-    fx.write("src/ui/app.css", "needle\n");
-    fx.write("tests/app.ts", "needle\n");
+    let fx = Fixture::with(&[
+        ("src/lib.rs", "needle\n"),
+        ("src/ui/app.ts", "needle\n"),
+        ("src/ui/app.css", "needle\n"),
+        ("tests/app.ts", "needle\n"),
+    ]);
     let files = |text: &str| {
         body(text)
             .iter()
@@ -160,13 +162,14 @@ async fn smart_case_unless_told_otherwise() {
 
 #[tokio::test]
 async fn gitignore_is_respected_without_git_and_hidden_files_are_skipped() {
-    let fx = Fixture::new();
-    fx.write(".gitignore", "target/\n*.log\n");
-    fx.write("src/main.rs", "token\n");
-    fx.write("target/debug/out.rs", "token\n");
-    fx.write("run.log", "token\n");
-    fx.write(".env", "token\n");
-    fx.write(".config/settings.toml", "token\n");
+    let fx = Fixture::with(&[
+        (".gitignore", "target/\n*.log\n"),
+        ("src/main.rs", "token\n"),
+        ("target/debug/out.rs", "token\n"),
+        ("run.log", "token\n"),
+        (".env", "token\n"),
+        (".config/settings.toml", "token\n"),
+    ]);
     assert!(!fx.path(".git").exists());
     let text = fx.ok("grep", json!({"pattern": "token"})).await;
     assert_eq!(body(&text), ["src/main.rs:1: token"], "{text}");
@@ -291,9 +294,7 @@ async fn an_invalid_regex_names_the_parameter_quotes_the_error_and_hints() {
 
 #[tokio::test]
 async fn zero_matches_say_what_was_searched() {
-    let fx = Fixture::new();
-    fx.write("a.rs", "alpha\n");
-    fx.write("src/b.rs", "beta\n");
+    let fx = Fixture::with(&[("a.rs", "alpha\n"), ("src/b.rs", "beta\n")]);
     let text = fx.ok("grep", json!({"pattern": "gamma"})).await;
     assert_eq!(
         text,

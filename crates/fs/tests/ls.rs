@@ -48,12 +48,13 @@ async fn lists_a_sub_directory_and_shows_symlinks() {
 
 #[tokio::test]
 async fn ignore_globs_match_names_and_paths_and_are_counted() {
-    let fx = Fixture::new();
-    fx.write("keep.rs", "");
-    fx.write("debug.log", "");
-    fx.write("node_modules/x.js", "");
-    fx.write("src/generated/g.rs", "");
-    fx.write("src/main.rs", "");
+    let fx = Fixture::with(&[
+        ("keep.rs", ""),
+        ("debug.log", ""),
+        ("node_modules/x.js", ""),
+        ("src/generated/g.rs", ""),
+        ("src/main.rs", ""),
+    ]);
 
     let text = fx
         .ok("ls", json!({"ignore": ["*.log", "node_modules/"]}))

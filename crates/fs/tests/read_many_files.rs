@@ -22,13 +22,14 @@ fn skipped<'a>(text: &'a str, path: &str) -> &'a str {
 
 #[tokio::test]
 async fn globs_folders_and_paths_are_read_once_each_in_path_order() {
-    let fx = Fixture::new();
-    fx.write("src/b.rs", "fn b() {}\n");
-    fx.write("src/a.rs", "fn a() {}\nfn a2() {}\n");
-    fx.write("src/deep/c.rs", "fn c() {}");
-    fx.write("docs/guide.md", "# Guide\n");
-    fx.write("README.md", "");
-    fx.write("Cargo.toml", "[package]\n");
+    let fx = Fixture::with(&[
+        ("src/b.rs", "fn b() {}\n"),
+        ("src/a.rs", "fn a() {}\nfn a2() {}\n"),
+        ("src/deep/c.rs", "fn c() {}"),
+        ("docs/guide.md", "# Guide\n"),
+        ("README.md", ""),
+        ("Cargo.toml", "[package]\n"),
+    ]);
     let text = fx
         .ok(
             "read_many_files",
@@ -57,11 +58,12 @@ async fn globs_folders_and_paths_are_read_once_each_in_path_order() {
 
 #[tokio::test]
 async fn exclude_leaves_out_files_and_whole_folders() {
-    let fx = Fixture::new();
-    fx.write("src/lib.rs", "lib\n");
-    fx.write("src/lib.test.rs", "test\n");
-    fx.write("src/fixtures/data.rs", "data\n");
-    fx.write("src/main.rs", "main\n");
+    let fx = Fixture::with(&[
+        ("src/lib.rs", "lib\n"),
+        ("src/lib.test.rs", "test\n"),
+        ("src/fixtures/data.rs", "data\n"),
+        ("src/main.rs", "main\n"),
+    ]);
     let text = fx
         .ok(
             "read_many_files",
@@ -243,11 +245,12 @@ async fn a_smaller_limit_is_honoured_and_said() {
 
 #[tokio::test]
 async fn ignored_files_are_left_out_by_globs_but_read_when_named() {
-    let fx = Fixture::new();
-    fx.write(".gitignore", "*.gen.rs\n");
-    fx.write("src/a.rs", "a\n");
-    fx.write("src/b.gen.rs", "generated\n");
-    fx.write("src/.hidden.rs", "hidden\n");
+    let fx = Fixture::with(&[
+        (".gitignore", "*.gen.rs\n"),
+        ("src/a.rs", "a\n"),
+        ("src/b.gen.rs", "generated\n"),
+        ("src/.hidden.rs", "hidden\n"),
+    ]);
     let text = fx
         .ok("read_many_files", json!({"paths": ["src/*.rs"]}))
         .await;

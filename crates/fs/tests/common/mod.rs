@@ -16,10 +16,16 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    /// An empty workspace, with the test binary's state directory in a
-    /// temp dir (see `gantry_core::testing::state_dir`).
+    /// An empty workspace; tests add files with [`Fixture::write`].
     pub fn new() -> Self {
-        let dir = gantry_core::testing::workspace_with::<&str>(&[]);
+        Self::with(&[])
+    }
+
+    /// A workspace holding `files` (paths relative to it), as most tests
+    /// start, with the test binary's state directory in a temp dir (see
+    /// `gantry_core::testing::state_dir`).
+    pub fn with(files: &[(&str, &str)]) -> Self {
+        let dir = gantry_core::testing::workspace_with(files);
         let run = gantry_fs::register(Run::builder(Workspace::new(dir.path()).unwrap())).build();
         Fixture { dir, run }
     }

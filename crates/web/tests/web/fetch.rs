@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use gantry_core::testing::fails;
 use gantry_core::{CallError, CallErrorKind, Run, ToolResult};
 use serde_json::{Value, json};
 
@@ -444,8 +445,13 @@ async fn parameters_are_validated_by_name() {
         ),
     ];
     for (args, expected) in cases {
-        let error = run.call("web_fetch", args.clone()).await.unwrap_err();
-        assert_eq!(error.kind, CallErrorKind::InvalidParams, "{args}");
+        let error = fails(
+            &run,
+            "web_fetch",
+            args.clone(),
+            CallErrorKind::InvalidParams,
+        )
+        .await;
         assert!(
             error.message.contains(expected),
             "{args}: {}",

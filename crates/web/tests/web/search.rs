@@ -1,5 +1,6 @@
 //! `web_search` against loopback servers speaking each provider's real JSON.
 
+use gantry_core::testing::fails;
 use gantry_core::{CallErrorKind, Run};
 use serde_json::json;
 
@@ -323,8 +324,13 @@ async fn parameters_are_validated_by_name() {
         (json!({"query": "x", "max_results": 50}), "max_results"),
         (json!({"query": "x", "max_results": 0}), "max_results"),
     ] {
-        let error = run.call("web_search", args.clone()).await.unwrap_err();
-        assert_eq!(error.kind, CallErrorKind::InvalidParams, "{args}");
+        let error = fails(
+            &run,
+            "web_search",
+            args.clone(),
+            CallErrorKind::InvalidParams,
+        )
+        .await;
         assert!(
             error.message.contains(expected),
             "{args}: {}",
