@@ -5,16 +5,19 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Instant;
 
-use crate::server::kill_group;
-use crate::servers::{ServerSpec, resolve_binary};
+use gantry_process::{Command, Program, Stderr, Stdout};
+
+use crate::servers::ServerSpec;
 use crate::supervisor::{Supervisor, find_markers};
 use crate::tool::workspace_pull;
 
 /// Lines of checker output shown at most.
 const MAX_LINES: usize = 150;
+/// Bytes of checker output read at most: far more than the lines shown,
+/// so that they can be counted, but bounded.
+const MAX_OUTPUT: usize = 1 << 20;
 
 /// A checker to run: program, arguments, directory.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,13 +30,11 @@ struct Check {
 /// The checker of a server's language at `root`, or why there is none.
 fn checker(spec: &ServerSpec, workspace: &Path, root: &Path) -> Result<Check, String> {
     let find = |names: &[&str]| {
-        let checker = ServerSpec {
+        let checker = Program {
             binaries: names.iter().map(|n| n.to_string()).collect(),
-            versioned: false,
-            probe: None,
-            ..spec.clone()
+            ..Program::default()
         };
-        resolve_binary(&checker, workspace, root).ok()
+        checker.resolve_binary(workspace, root).ok()
     };
     let (names, args): (&[&str], Vec<&str>) = match spec.id.as_str() {
         "rust-analyzer" => (
@@ -81,7 +82,7 @@ pub async fn project_diagnostics(sup: &Supervisor) -> String {
         let workspace = workspace.clone();
         let markers: HashSet<String> = specs
             .iter()
-            .flat_map(|s| s.root_markers.iter().cloned())
+            .flat_map(|s| s.program.root_markers.iter().cloned())
             .collect();
         tokio::task::spawn_blocking(move || {
             let markers: HashSet<&str> = markers.iter().map(String::as_str).collect();
@@ -99,7 +100,7 @@ pub async fn project_diagnostics(sup: &Supervisor) -> String {
         }
         let mut roots: Vec<PathBuf> = found
             .iter()
-            .filter(|(_, marker)| spec.root_markers.contains(marker))
+            .filter(|(_, marker)| spec.program.root_markers.contains(marker))
             .map(|(dir, _)| dir.clone())
             .collect();
         roots.sort_by_key(|r| r.components().count());
@@ -146,39 +147,45 @@ async fn run_check(sup: &Supervisor, check: &Check) -> String {
     let command = format!("{name} {}", check.args.join(" "));
     let shown_root = sup.display(&check.root);
     let started = Instant::now();
-    let child = tokio::process::Command::new(&check.program)
+    let child = Command::new(&check.program)
         .args(&check.args)
         .current_dir(&check.root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
+        .stdout(Stdout::Capture {
+            head: MAX_OUTPUT,
+            tail: 0,
+        })
+        .stderr(Stderr::Stdout)
         .spawn();
     let child = match child {
         Ok(child) => child,
         Err(e) => return format!("$ {command} (in {shown_root}): could not start: {e}"),
     };
-    let pid = child.id().unwrap_or(0);
     let limit = sup.config().checker_timeout;
-    let output = match tokio::time::timeout(limit, child.wait_with_output()).await {
-        Ok(Ok(output)) => output,
+    // Running out of time drops the child, and its group with it.
+    let status = match tokio::time::timeout(limit, child.wait()).await {
+        Ok(Ok(status)) => status,
         Ok(Err(e)) => return format!("$ {command} (in {shown_root}): failed: {e}"),
         Err(_) => {
-            kill_group(pid);
             return format!(
                 "$ {command} (in {shown_root}): stopped after {} s without finishing; run it with the shell tool and a longer timeout",
                 limit.as_secs()
             );
         }
     };
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let Some(output) = child.output() else {
+        return format!("$ {command} (in {shown_root}): its output was not captured");
+    };
+    // The group is dead: only a process that left it holds the pipe.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), output.finished()).await;
+    let (text, cut) = {
+        let output = output.lock();
+        (
+            String::from_utf8_lossy(output.head()).into_owned(),
+            output.cut() > 0,
+        )
+    };
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let status = match output.status.code() {
+    let status = match status.code() {
         Some(0) => "passed".to_string(),
         Some(code) => format!("exit code {code}"),
         None => "killed".into(),
@@ -191,7 +198,13 @@ async fn run_check(sup: &Supervisor, check: &Check) -> String {
         out.push('\n');
         out.push_str(line);
     }
-    if lines.len() > MAX_LINES {
+    if cut {
+        out.push_str(&format!(
+            "\n({} of more than {} lines shown)",
+            lines.len().min(MAX_LINES),
+            lines.len()
+        ));
+    } else if lines.len() > MAX_LINES {
         out.push_str(&format!("\n({MAX_LINES} of {} lines shown)", lines.len()));
     }
     out

@@ -1,12 +1,12 @@
 //! Language servers for Gantry (SPEC §6): the `lsp` tool (read), the
 //! `lsp_rename` tool (write) and diagnostics on every write.
 //!
-//! The crate follows helix's split: [`framing`] and [`transport`] speak
-//! JSON-RPC to a process, [`client`] speaks typed LSP over it, [`convert`]
-//! is the one place positions and URIs change form, [`servers`] is the
-//! table of servers and how each is found, and [`supervisor`] runs one
-//! server per (server, root) for the length of a run. The tools and the
-//! write hook sit on top.
+//! The crate follows helix's split: [`transport`] speaks JSON-RPC to a
+//! process (over gantry-process's framing and pending-request map),
+//! [`client`] speaks typed LSP over it, [`convert`] is the one place
+//! positions and URIs change form, [`servers`] is the table of servers and
+//! how each is found, and [`supervisor`] runs one server per (server, root)
+//! for the length of a run. The tools and the write hook sit on top.
 //!
 //! Positions are a 1-based line plus a symbol substring of that line, never
 //! a column: see [`locate`].
@@ -36,7 +36,6 @@ mod checker;
 pub mod client;
 pub mod convert;
 mod diagnostics;
-pub mod framing;
 pub mod locate;
 mod rename;
 mod render;

@@ -2,14 +2,14 @@
 //! what it published, whether it is still indexing, and the files that
 //! changed on disk since it last heard.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use gantry_core::lock;
+use gantry_process::{Child, Command, Stdout, describe_exit};
 use globset::{Glob, GlobMatcher};
 use lsp_types::notification::{
     DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
@@ -22,19 +22,13 @@ use lsp_types::{
     TextDocumentItem, VersionedTextDocumentIdentifier,
 };
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::sync::{mpsc, watch};
 
 use crate::client::Client;
 use crate::convert::{path_to_uri, uri_to_path};
 use crate::servers::{ServerSpec, language_of};
 use crate::transport::{Incoming, RequestHandler, RpcError, Transport};
-
-/// How much of the end of a server's stderr is kept to explain a crash.
-const STDERR_TAIL: usize = 2000;
-/// How much of its start is kept too: a panic's message comes before a
-/// backtrace long enough to fill any tail.
-const STDERR_HEAD: usize = 4000;
 
 /// A set of diagnostics a server published for one file.
 #[derive(Debug, Clone)]
@@ -258,6 +252,7 @@ pub struct Server {
     pub binary: PathBuf,
     /// Its process id (also its process group).
     pub pid: u32,
+    child: Arc<Child>,
     client: Client,
     observed: Arc<Observed>,
     docs: tokio::sync::Mutex<HashMap<PathBuf, OpenDoc>>,
@@ -289,25 +284,18 @@ impl Server {
         launch: Launch<'_>,
         on_exit: impl FnOnce(String) + Send + 'static,
     ) -> Result<Arc<Server>, String> {
-        let mut child = tokio::process::Command::new(launch.binary)
+        let mut child = Command::new(launch.binary)
             .args(&launch.spec.args)
             .current_dir(launch.root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
+            .stdin_piped()
+            .stdout(Stdout::Piped)
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", launch.binary.display()))?;
-        let pid = child.id().unwrap_or(0);
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            kill_group(pid);
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("the server's pipes could not be opened".into());
         };
-        let tail = Arc::new(Mutex::new(StderrLog::default()));
-        tokio::spawn(collect_stderr(stderr, tail.clone()));
+        let child = Arc::new(child);
+        let pid = child.pid();
 
         let settings = launch.spec.settings.clone();
         let root_uri = path_to_uri(launch.root);
@@ -319,14 +307,16 @@ impl Server {
         tokio::spawn(pump(incoming, observed.clone()));
 
         let (exit_tx, exit) = watch::channel(None);
-        let exit_tail = tail.clone();
+        let watched = child.clone();
         tokio::spawn(async move {
-            let status = child.wait().await;
+            // Helpers the server started (node under a Python shim) go with
+            // it: its group is killed as soon as it exits.
+            let status = watched.wait().await;
             let mut reason = match status {
                 Ok(status) => describe_exit(status),
                 Err(e) => format!("could not be waited for: {e}"),
             };
-            let stderr = lock(&exit_tail).explain();
+            let stderr = explain_stderr(&watched).await;
             if !stderr.is_empty() {
                 reason.push_str(&format!("; its stderr: {stderr}"));
             }
@@ -344,19 +334,21 @@ impl Server {
         let client = match initialized {
             Ok(client) => client,
             Err(e) => {
-                kill_group(pid);
+                child.kill_group();
                 let mut exit = exit.clone();
                 let waited =
                     tokio::time::timeout(Duration::from_secs(2), exit.wait_for(Option::is_some))
-                        .await;
+                        .await
+                        .ok()
+                        .and_then(|reason| reason.ok()?.clone());
                 let why = match waited {
-                    Ok(Ok(reason))
+                    Some(reason)
                         if !matches!(e, crate::transport::RequestError::Timeout { .. }) =>
                     {
-                        reason.clone().unwrap_or_default()
+                        reason
                     }
                     _ => {
-                        let stderr = lock(&tail).explain();
+                        let stderr = explain_stderr(&child).await;
                         if stderr.is_empty() {
                             e.to_string()
                         } else {
@@ -372,6 +364,7 @@ impl Server {
             root: launch.root.to_path_buf(),
             binary: launch.binary.to_path_buf(),
             pid,
+            child,
             client,
             observed,
             docs: tokio::sync::Mutex::default(),
@@ -636,15 +629,15 @@ impl Server {
         watchers.iter().any(|w| w.is_match(path))
     }
 
-    /// Stops the server politely within `timeout`, then kills its group.
+    /// Stops the server politely within `timeout` (`shutdown` and
+    /// `exit`), then its group with SIGTERM within `timeout` more, then
+    /// SIGKILL.
     pub async fn stop(&self, timeout: Duration) {
         self.stopping.store(true, Ordering::SeqCst);
         if self.exited().is_none() {
             let _ = tokio::time::timeout(timeout, self.client.shutdown(timeout)).await;
-            let mut exit = self.exit.clone();
-            let _ = tokio::time::timeout(timeout, exit.wait_for(Option::is_some)).await;
         }
-        kill_group(self.pid);
+        let _ = self.child.stop(timeout).await;
     }
 
     /// Whether [`Server::stop`] was called (an exit is then not a crash).
@@ -655,7 +648,7 @@ impl Server {
     /// Kills the process group at once, without waiting.
     pub fn kill_now(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        kill_group(self.pid);
+        self.child.kill_group();
     }
 
     /// Waits until the server is not indexing, at most until `deadline`;
@@ -726,103 +719,15 @@ async fn pump(mut incoming: mpsc::UnboundedReceiver<Incoming>, observed: Arc<Obs
     }
 }
 
-/// The start and the end of a server's stderr, bounded, to explain its
-/// death.
-#[derive(Default)]
-struct StderrLog {
-    head: Vec<u8>,
-    tail: VecDeque<u8>,
-    /// Whether bytes between head and tail were dropped.
-    skipped: bool,
-}
-
-impl StderrLog {
-    fn push(&mut self, mut bytes: &[u8]) {
-        let room = STDERR_HEAD.saturating_sub(self.head.len()).min(bytes.len());
-        self.head.extend_from_slice(&bytes[..room]);
-        bytes = &bytes[room..];
-        self.tail.extend(bytes);
-        let excess = self.tail.len().saturating_sub(STDERR_TAIL);
-        if excess > 0 {
-            self.skipped = true;
-            self.tail.drain(..excess);
-        }
-    }
-
-    /// What the server said about its death, in one line.
-    fn explain(&self) -> String {
-        let mut bytes = self.head.clone();
-        if self.skipped {
-            bytes.push(b'\n');
-        }
-        bytes.extend(self.tail.iter());
-        explain_stderr(&String::from_utf8_lossy(&bytes))
-    }
-}
-
-async fn collect_stderr(mut stderr: tokio::process::ChildStderr, log: Arc<Mutex<StderrLog>>) {
-    let mut buffer = [0u8; 4096];
-    while let Ok(n) = stderr.read(&mut buffer).await {
-        if n == 0 {
-            break;
-        }
-        lock(&log).push(&buffer[..n]);
-    }
-}
-
-/// The lines of a process's stderr that say why it failed, joined by
-/// ` | `: the (up to three) lines before a backtrace when there is one,
-/// since a panic's message precedes its frames and the frames say nothing
-/// to a person; otherwise the last three lines, where an error usually
-/// ends up.
-pub(crate) fn explain_stderr(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let quoted = |lines: &[&str]| {
-        let kept: Vec<&str> = lines
-            .iter()
-            .map(|l| l.trim())
-            .filter(|l| !l.is_empty())
-            .collect();
-        kept[kept.len().saturating_sub(3)..].join(" | ")
+/// What a server said on stderr about its death, in one line. Its group is
+/// dead or being killed, so the pipe ends at once unless a process that
+/// left the group holds it: that is waited for a moment only.
+async fn explain_stderr(child: &Child) -> String {
+    let Some(stderr) = child.stderr() else {
+        return String::new();
     };
-    if let Some(start) = lines.iter().position(|l| starts_backtrace(l)) {
-        let before = quoted(&lines[..start]);
-        if !before.is_empty() {
-            return before;
-        }
-    }
-    quoted(&lines)
-}
-
-/// The first line of a stack trace: Rust's `stack backtrace:` header
-/// (`Stack backtrace:` from anyhow) or its first frame, or a Node.js
-/// `    at f (file:line)` frame.
-fn starts_backtrace(line: &str) -> bool {
-    line.get(..16)
-        .is_some_and(|head| head.eq_ignore_ascii_case("stack backtrace:"))
-        || line.starts_with("   0:")
-        || (line.starts_with("    at ") && line.ends_with(')'))
-}
-
-/// How a process ended, in words.
-pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exited with code {code}"),
-        (_, Some(signal)) => format!("was killed by signal {signal}"),
-        _ => "exited".into(),
-    }
-}
-
-/// Kills a server's whole process group (node servers start helpers).
-pub fn kill_group(pid: u32) {
-    if pid > 1 {
-        // SAFETY: kill(2) with a negative pid signals a process group; it
-        // touches no memory of ours.
-        unsafe {
-            libc::kill(-(pid as i32), libc::SIGKILL);
-        }
-    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), stderr.finished()).await;
+    stderr.explain()
 }
 
 /// Files of the workspace that changed, in the form servers take.
@@ -847,50 +752,6 @@ pub fn ignored(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_crash_is_quoted_by_its_message_not_its_backtrace() {
-        let panic = "INFO starting\n\
-            thread 'main' panicked at crates/rust-analyzer/src/main.rs:90:5:\n\
-            failed to find any projects in [AbsPathBuf(\"/w\")]\n\
-            stack backtrace:\n   0: rust_begin_unwind\n   1: core::panicking::panic_fmt\n\
-            note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.\n";
-        assert_eq!(
-            explain_stderr(panic),
-            "INFO starting | thread 'main' panicked at crates/rust-analyzer/src/main.rs:90:5: | failed to find any projects in [AbsPathBuf(\"/w\")]"
-        );
-        // RUST_BACKTRACE=1 without the header line.
-        let anyhow = "error: Unknown binary 'x'\n\nStack backtrace:\n   0: rustup::main\n";
-        assert_eq!(explain_stderr(anyhow), "error: Unknown binary 'x'");
-        let frames = "error: boom\n   0: std::backtrace\n   1: main\n   2: start\n   3: end\n";
-        assert_eq!(explain_stderr(frames), "error: boom");
-        let node = "/x/langserver.js:34880\n    throw new Error(\"not set\");\n    ^\n\n\
-            Error: Connection input stream is not set.\n    at createConnection (/x/a.js:1:2)\n    at main (/x/a.js:3:4)\n\nNode.js v20.0.0\n";
-        assert_eq!(
-            explain_stderr(node),
-            "throw new Error(\"not set\"); | ^ | Error: Connection input stream is not set."
-        );
-        // No backtrace: the error is at the end.
-        assert_eq!(
-            explain_stderr("a\nb\n\nc\nerror: Unknown binary 'rust-analyzer'\n"),
-            "b | c | error: Unknown binary 'rust-analyzer'"
-        );
-        assert_eq!(explain_stderr(""), "");
-    }
-
-    #[test]
-    fn a_long_backtrace_does_not_push_the_message_out() {
-        let mut log = StderrLog::default();
-        log.push(b"thread 'main' panicked at src/main.rs:1:1:\nout of cheese\nstack backtrace:\n");
-        for frame in 0..2000 {
-            log.push(format!("  {frame:3}: some::frame\n             at /src/x.rs:1\n").as_bytes());
-        }
-        assert_eq!(
-            log.explain(),
-            "thread 'main' panicked at src/main.rs:1:1: | out of cheese"
-        );
-        assert!(log.head.len() <= STDERR_HEAD && log.tail.len() <= STDERR_TAIL);
-    }
 
     #[test]
     fn configuration_is_answered_from_settings_by_section() {

@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use gantry_core::lock;
 use gantry_core::{Notices, Resource, Run, async_trait};
+use gantry_process::program::SEARCHED;
 use lsp_types::FileChangeType;
 use notify::Watcher;
 use tokio::sync::watch;
 
 use crate::diagnostics::Ledger;
 use crate::server::{Launch, Server, change_kind, ignored};
-use crate::servers::{Choice, Config, SEARCHED, ServerSpec, choose, resolve_binary};
+use crate::servers::{Choice, Config, ServerSpec, choose};
 
 /// How long a graceful stop may take before the group is killed.
 const STOP_GRACE: Duration = Duration::from_secs(1);
@@ -110,7 +111,8 @@ impl Supervisor {
 
     /// The supervisor a run owns, if the family is wired.
     pub fn of(run: &Run) -> Option<Supervisor> {
-        run.resource::<Supervisor>().map(|supervisor| supervisor.as_ref().clone())
+        run.resource::<Supervisor>()
+            .map(|supervisor| supervisor.as_ref().clone())
     }
 
     /// The configuration in force.
@@ -499,14 +501,14 @@ impl Supervisor {
 fn table_status(workspace: &Path, specs: &[ServerSpec]) -> String {
     let all_markers: HashSet<&str> = specs
         .iter()
-        .flat_map(|s| s.root_markers.iter().map(String::as_str))
+        .flat_map(|s| s.program.root_markers.iter().map(String::as_str))
         .collect();
     let found = find_markers(workspace, &all_markers);
     let mut out = String::new();
     for spec in specs {
         let roots: Vec<String> = found
             .iter()
-            .filter(|(_, marker)| spec.root_markers.iter().any(|m| m == marker))
+            .filter(|(_, marker)| spec.program.root_markers.iter().any(|m| m == marker))
             .map(|(dir, _)| match dir.strip_prefix(workspace) {
                 Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
                 Ok(rel) => rel.display().to_string(),
@@ -517,21 +519,21 @@ fn table_status(workspace: &Path, specs: &[ServerSpec]) -> String {
             .collect();
         let root = found
             .iter()
-            .find(|(_, marker)| spec.root_markers.iter().any(|m| m == marker))
+            .find(|(_, marker)| spec.program.root_markers.iter().any(|m| m == marker))
             .map(|(dir, _)| dir.clone())
             .unwrap_or_else(|| workspace.to_path_buf());
-        let binary = match resolve_binary(spec, workspace, &root) {
+        let binary = match spec.program.resolve_binary(workspace, &root) {
             Ok(path) => format!("binary {}", path.display()),
             Err(no) if no.unusable.is_empty() => format!(
                 "MISSING binary `{}` (looked in {SEARCHED})",
-                spec.binaries.join("` / `")
+                spec.program.binaries.join("` / `")
             ),
             Err(no) => format!("UNUSABLE binary: {}", no.unusable.join("; ")),
         };
         let markers = if roots.is_empty() {
             format!(
                 "MISSING root marker: none of {} in the workspace",
-                spec.root_markers.join(", ")
+                spec.program.root_markers.join(", ")
             )
         } else {
             let shown: Vec<_> = roots.iter().take(5).cloned().collect();

@@ -7,18 +7,17 @@
 //! is given up on is cancelled with `$/cancelRequest`, and `-32801`
 //! (content modified) means "ask again".
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gantry_core::lock;
+use gantry_process::framing::{read_message, write_message};
+use gantry_process::pending::{Closed, Pending};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot, watch};
-
-use crate::framing::{read_message, write_message};
+use tokio::sync::{mpsc, watch};
 
 /// The error code servers use when the document changed under a request.
 pub const CONTENT_MODIFIED: i64 = -32801;
@@ -97,7 +96,8 @@ pub struct Incoming {
 /// not block.
 pub type RequestHandler = Arc<dyn Fn(&str, &Value) -> Result<Value, RpcError> + Send + Sync>;
 
-type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>>>;
+/// The requests waiting for the server's answer.
+type Waiting = Arc<Pending<Result<Value, RpcError>>>;
 
 /// Messages held back until the handshake is done, and whether it is.
 #[derive(Default)]
@@ -109,7 +109,7 @@ struct Gate {
 /// One connection to a server. Cheap to share behind an `Arc`.
 pub struct Transport {
     out: mpsc::UnboundedSender<Vec<u8>>,
-    pending: Pending,
+    pending: Waiting,
     next_id: AtomicI64,
     gate: Mutex<Gate>,
     initialized: watch::Sender<bool>,
@@ -132,7 +132,7 @@ impl Transport {
         let (out, out_rx) = mpsc::unbounded_channel();
         let (incoming_tx, incoming_rx) = mpsc::unbounded_channel();
         let (closed_tx, closed) = watch::channel(None);
-        let pending: Pending = Arc::default();
+        let pending: Waiting = Arc::default();
         let transport = Arc::new(Transport {
             out: out.clone(),
             pending: pending.clone(),
@@ -141,16 +141,12 @@ impl Transport {
             initialized: watch::channel(false).0,
             closed,
         });
-        let closed_tx = Arc::new(closed_tx);
-        tokio::spawn(write_loop(writer, out_rx, closed_tx.clone()));
-        tokio::spawn(read_loop(
-            reader,
-            out,
+        let closed = Arc::new(Closer {
+            reason: closed_tx,
             pending,
-            incoming_tx,
-            handler,
-            closed_tx,
-        ));
+        });
+        tokio::spawn(write_loop(writer, out_rx, closed.clone()));
+        tokio::spawn(read_loop(reader, out, incoming_tx, handler, closed));
         (transport, incoming_rx)
     }
 
@@ -180,12 +176,11 @@ impl Transport {
                 _ = closed.wait_for(Option::is_some) => {}
             }
         }
-        if let Some(reason) = self.closed.borrow().clone() {
-            return Err(RequestError::Closed(reason));
-        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id, tx);
+        let reply = self
+            .pending
+            .register(id)
+            .map_err(|Closed(reason)| RequestError::Closed(reason))?;
         let mut guard = CancelOnDrop {
             transport: self,
             id,
@@ -193,17 +188,12 @@ impl Transport {
         };
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_now(&body);
-        let answer = tokio::time::timeout_at(deadline, rx).await;
+        let answer = tokio::time::timeout_at(deadline, reply).await;
         match answer {
             Err(_) => Err(timed_out()),
-            Ok(Err(_)) => {
+            Ok(Err(Closed(reason))) => {
                 guard.armed = false;
-                Err(RequestError::Closed(
-                    self.closed
-                        .borrow()
-                        .clone()
-                        .unwrap_or_else(|| "connection closed".into()),
-                ))
+                Err(RequestError::Closed(reason))
             }
             Ok(Ok(result)) => {
                 guard.armed = false;
@@ -273,44 +263,53 @@ struct CancelOnDrop<'a> {
 
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
-        if self.armed && lock(&self.transport.pending).remove(&self.id).is_some() {
+        if self.armed && self.transport.pending.forget(self.id) {
             self.transport
                 .notify("$/cancelRequest", json!({"id": self.id}));
         }
     }
 }
 
+/// Ends the connection once, for the first reason: waiting requests fail
+/// with it at once, and so does every later one.
+struct Closer {
+    reason: watch::Sender<Option<String>>,
+    pending: Waiting,
+}
+
+impl Closer {
+    fn close(&self, reason: String) {
+        self.pending.close(reason.clone());
+        self.reason.send_if_modified(|current| {
+            if current.is_none() {
+                *current = Some(reason);
+                true
+            } else {
+                false
+            }
+        });
+    }
+}
+
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut out: mpsc::UnboundedReceiver<Vec<u8>>,
-    closed: Arc<watch::Sender<Option<String>>>,
+    closed: Arc<Closer>,
 ) {
     while let Some(body) = out.recv().await {
         if let Err(e) = write_message(&mut writer, &body).await {
-            close(&closed, format!("writing to the server failed: {e}"));
+            closed.close(format!("writing to the server failed: {e}"));
             return;
         }
     }
 }
 
-fn close(closed: &watch::Sender<Option<String>>, reason: String) {
-    closed.send_if_modified(|current| {
-        if current.is_none() {
-            *current = Some(reason);
-            true
-        } else {
-            false
-        }
-    });
-}
-
 async fn read_loop<R: AsyncBufRead + Unpin>(
     mut reader: R,
     out: mpsc::UnboundedSender<Vec<u8>>,
-    pending: Pending,
     incoming: mpsc::UnboundedSender<Incoming>,
     handler: RequestHandler,
-    closed: Arc<watch::Sender<Option<String>>>,
+    closed: Arc<Closer>,
 ) {
     let reason = loop {
         let body = match read_message(&mut reader).await {
@@ -330,9 +329,6 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
         match (method, message.get("id")) {
             (None, Some(id)) => {
                 let Some(id) = id.as_i64() else { continue };
-                let Some(waiter) = lock(&pending).remove(&id) else {
-                    continue;
-                };
                 let result = match message.get("error") {
                     Some(error) => Err(serde_json::from_value(error.clone()).unwrap_or(RpcError {
                         code: 0,
@@ -340,7 +336,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
                     })),
                     None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
                 };
-                let _ = waiter.send(result);
+                closed.pending.resolve(id, result);
             }
             (Some(method), Some(id)) => {
                 let answer = match handler(method, &params) {
@@ -364,9 +360,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
             }
         }
     };
-    close(&closed, reason);
-    // Waiters see their sender dropped and report the closed reason.
-    lock(&pending).clear();
+    closed.close(reason);
 }
 
 #[cfg(test)]
