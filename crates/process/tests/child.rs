@@ -54,24 +54,23 @@ fn group_alive(pgid: u32) -> Vec<i32> {
         .collect()
 }
 
-/// The first line the child prints: a pid, or a sign that it is ready.
-async fn first_line(child: &mut Child) -> String {
+/// Starts `script` and waits for its first line on stdout: the pid of a
+/// process it left in its group, or a sign that it is ready.
+async fn started(script: &str) -> (Child, String) {
+    let mut child = sh(script).stdout(Stdout::Piped).spawn().unwrap();
     let mut line = String::new();
     let mut stdout = BufReader::new(child.stdout.as_mut().unwrap());
     tokio::time::timeout(BOUND, stdout.read_line(&mut line))
         .await
         .expect("the child printed nothing")
         .unwrap();
-    line.trim().to_string()
+    (child, line.trim().to_string())
 }
 
 #[tokio::test]
 async fn a_killed_group_leaves_nothing_running() {
-    let mut child = sh("sleep 100 & echo $!; sleep 100")
-        .stdout(Stdout::Piped)
-        .spawn()
-        .unwrap();
-    let grandchild: i32 = first_line(&mut child).await.parse().unwrap();
+    let (child, grandchild) = started("sleep 100 & echo $!; sleep 100").await;
+    let grandchild: i32 = grandchild.parse().unwrap();
     let pgid = child.pid();
     assert_eq!(stat(grandchild, 2), Some(pgid.to_string()), "in the group");
     assert!(child.try_exited().unwrap().is_none());
@@ -94,11 +93,8 @@ async fn a_killed_group_leaves_nothing_running() {
 #[tokio::test]
 async fn an_exit_is_observed_without_the_reap_until_the_group_is_killed() {
     // The leader exits at once; its background sleep stays in the group.
-    let mut child = sh("sleep 100 & echo $!; exit 3")
-        .stdout(Stdout::Piped)
-        .spawn()
-        .unwrap();
-    let grandchild: i32 = first_line(&mut child).await.parse().unwrap();
+    let (child, grandchild) = started("sleep 100 & echo $!; exit 3").await;
+    let grandchild: i32 = grandchild.parse().unwrap();
     let leader = child.pid() as i32;
     // Two waiters at once see the same exit.
     let (a, b) = tokio::join!(child.exited(), child.exited());
@@ -123,11 +119,8 @@ async fn an_exit_is_observed_without_the_reap_until_the_group_is_killed() {
 
 #[tokio::test]
 async fn dropping_a_child_kills_its_group_and_reaps_it() {
-    let mut child = sh("sleep 100 & echo $!; exec sleep 100")
-        .stdout(Stdout::Piped)
-        .spawn()
-        .unwrap();
-    let grandchild: i32 = first_line(&mut child).await.parse().unwrap();
+    let (child, grandchild) = started("sleep 100 & echo $!; exec sleep 100").await;
+    let grandchild: i32 = grandchild.parse().unwrap();
     let leader = pidfd(child.pid() as i32).unwrap();
     drop(child);
     assert!(tokio::time::timeout(BOUND, leader.readable()).await.is_ok());
@@ -137,19 +130,11 @@ async fn dropping_a_child_kills_its_group_and_reaps_it() {
 #[tokio::test]
 async fn stop_asks_with_sigterm_then_kills_after_the_grace() {
     use std::os::unix::process::ExitStatusExt;
-    let mut polite = sh("echo ready; exec sleep 100")
-        .stdout(Stdout::Piped)
-        .spawn()
-        .unwrap();
-    first_line(&mut polite).await;
+    let (polite, _) = started("echo ready; exec sleep 100").await;
     let status = polite.stop(BOUND).await.unwrap();
     assert_eq!(status.signal(), Some(15));
 
-    let mut stubborn = sh("trap '' TERM; echo ready; while :; do :; done")
-        .stdout(Stdout::Piped)
-        .spawn()
-        .unwrap();
-    first_line(&mut stubborn).await;
+    let (stubborn, _) = started("trap '' TERM; echo ready; while :; do :; done").await;
     let started = std::time::Instant::now();
     let status = stubborn.stop(Duration::from_millis(200)).await.unwrap();
     assert_eq!(status.signal(), Some(9));
