@@ -83,6 +83,10 @@ async fn a_killed_group_leaves_nothing_running() {
         exits(grandchild, BOUND).await,
         "the grandchild outlived its group"
     );
+    // Members signalled a moment ago may still be on their way out.
+    for pid in group_alive(pgid) {
+        assert!(exits(pid, BOUND).await, "{pid} outlived its group");
+    }
     assert_eq!(group_alive(pgid), Vec::<i32>::new());
     assert!(
         !std::path::Path::new(&format!("/proc/{pgid}")).exists(),
