@@ -46,9 +46,12 @@ def workspace(tmp_path: Path) -> Path:
 
 def env_for(tmp_home: Path) -> dict[str, str]:
     env = dict(os.environ)
-    # Keep the user's real settings and state out of the tests.
+    # Keep the user's real settings and state out of the tests, and the
+    # word of a journal the write path leaves in the state directory every
+    # process of the user shares (the platform's, XDG_STATE_HOME) too.
     env["GANTRY_HOME"] = str(tmp_home / "home")
     env["GANTRY_STATE_DIR"] = str(tmp_home / "state")
+    env["XDG_STATE_HOME"] = str(tmp_home / "shared-state")
     return env
 
 

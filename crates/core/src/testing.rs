@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -16,18 +16,26 @@ use serde_json::Value;
 use crate::{CallError, CallErrorKind, Run, ToolResult};
 
 /// Points `GANTRY_STATE_DIR` at one temp dir for the whole test binary
-/// (and the child processes it starts), and returns it.
+/// (and the child processes it starts), and returns it. `XDG_STATE_HOME`
+/// goes to a temp dir too: the write path leaves word of a journal kept
+/// elsewhere in the state directory every process of the user shares
+/// (the platform's, whatever `GANTRY_STATE_DIR` says), and a test must not
+/// leave that in the user's either.
 pub fn state_dir() -> &'static Path {
-    static STATE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    STATE
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().expect("creating a temp state directory");
-            // SAFETY: set once, before any write of the binary reads it; std
-            // serialises environment access.
-            unsafe { std::env::set_var("GANTRY_STATE_DIR", dir.path()) };
-            dir
-        })
-        .path()
+    static STATE: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, state) = STATE.get_or_init(|| {
+        let base = tempfile::tempdir().expect("creating a temp state directory");
+        let state = base.path().join("state");
+        let shared = base.path().join("shared");
+        // SAFETY: set once, before any write of the binary reads them;
+        // std serialises environment access.
+        unsafe {
+            std::env::set_var("GANTRY_STATE_DIR", &state);
+            std::env::set_var("XDG_STATE_HOME", &shared);
+        }
+        (base, state)
+    });
+    state
 }
 
 /// A temp workspace holding `files` (paths relative to it; bytes, so tests
@@ -95,27 +103,25 @@ pub fn read(run: &Run, name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-/// Whether `variable` is `1`, asking to skip the tests that need `what`
-/// (a language server, say): a test that cannot run skips only when asked
-/// to, so a green run means the tests ran. When asked, says so on the
-/// test binary's stderr, which cargo's output capture does not hold back,
-/// so the skip shows in the run's output even though the test passes
-/// (cargo has no "skipped" state); scripts/test.sh repeats it in its
-/// summary.
-pub fn skip_requested(variable: &str, what: &str) -> bool {
+/// Whether `variable` is `1`, asking to skip what needs something from
+/// outside (a language server, say); `skipped` says what this test skips
+/// and why ("the test, which needs clangd"). A test that cannot run skips
+/// only when asked to, so a green run means the tests ran. When asked,
+/// says so on the test binary's stderr, which cargo's output capture does
+/// not hold back, so the skip shows in the run's output even though the
+/// test passes (cargo has no "skipped" state); scripts/test.sh repeats it
+/// in its summary.
+pub fn skip_requested(variable: &str, skipped: &str) -> bool {
     if std::env::var_os(variable).is_none_or(|value| value != "1") {
         return false;
     }
     let thread = std::thread::current();
-    let test = thread
-        .name()
-        .filter(|name| *name != "main")
-        .unwrap_or("a test");
-    // Past the capture: `eprintln!` output of a passing test is dropped.
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED on request ({variable}=1): {test}, which needs {what}"
-    );
+    let test = thread.name().filter(|name| *name != "main");
+    let at = test.map(|name| format!(" in {name}")).unwrap_or_default();
+    let line = format!("SKIPPED on request ({variable}=1){at}: {skipped}\n");
+    // Past the capture (`eprintln!` output of a passing test is dropped),
+    // in one write so that parallel tests do not interleave within it.
+    let _ = std::io::stderr().write_all(line.as_bytes());
     true
 }
 
