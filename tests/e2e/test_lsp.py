@@ -1,7 +1,8 @@
 """`lsp`, `lsp_rename` and diagnostics on write through `gantry mcp`, driven
 by the Python MCP SDK, against real language servers (basedpyright,
-typescript-language-server). A missing server skips with the reason, except
-under CI=true, where it fails: scripts/install-lsp.sh installs them."""
+typescript-language-server). A missing server fails the test
+(scripts/install-lsp.sh installs them); GANTRY_SKIP_LSP=1 skips these tests
+explicitly, with the reason in pytest's summary (-rs)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,16 @@ pytestmark = pytest.mark.anyio
 
 
 def need(*binaries: str) -> None:
+    """Skips the test only when GANTRY_SKIP_LSP=1 asks to; a missing server
+    otherwise fails it, so a green run means these tests ran."""
+    if os.environ.get("GANTRY_SKIP_LSP") == "1":
+        pytest.skip(f"GANTRY_SKIP_LSP=1: skipped on request (needs {', '.join(binaries)})")
     missing = [b for b in binaries if shutil.which(b) is None]
-    if not missing:
-        return
-    reason = f"missing {', '.join(missing)} (scripts/install-lsp.sh installs it)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason)
-    print(f"SKIPPED: {reason}")
-    pytest.skip(reason)
+    if missing:
+        pytest.fail(
+            f"missing {', '.join(missing)} on PATH: scripts/install-lsp.sh installs it; "
+            "set GANTRY_SKIP_LSP=1 to skip the tests that need a language server"
+        )
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use gantry_core::testing::{ok, read};
 use serde_json::json;
 
 const HEADER: &str = "int add(int a, int b);\n";
@@ -11,8 +12,7 @@ const UTIL: &str = "#include \"util.h\"\n\nint add(int a, int b) { return a + b;
 const MAIN: &str = "#include \"util.h\"\n\nint main(void) {\n    const char *s = \"ünïcödé ☕\"; int r = add(1, 2);\n    (void)s;\n    return r;\n}\n";
 
 fn c_project() -> Option<(tempfile::TempDir, gantry_core::Run)> {
-    if clangd().is_none() {
-        have(&["clangd"]);
+    if !need(&["clangd"]) {
         return None;
     }
     Some(project(
@@ -60,7 +60,7 @@ async fn navigation_on_a_non_ascii_line_with_utf8_positions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn diagnostics_on_write_and_rename_with_clangd() {
-    let Some((dir, run)) = c_project() else {
+    let Some((_dir, run)) = c_project() else {
         return;
     };
     let clean = lsp(&run, json!({"action": "diagnostics", "file": "main.c"})).await;
@@ -87,16 +87,14 @@ async fn diagnostics_on_write_and_rename_with_clangd() {
     // Open the other files so clangd's index of open files sees them.
     lsp(&run, json!({"action": "symbols", "file": "util.c"})).await;
     lsp(&run, json!({"action": "symbols", "file": "util.h"})).await;
-    let renamed = run
-        .call(
-            "lsp_rename",
-            json!({"file": "main.c", "line": 4, "symbol": "add", "new_name": "sum"}),
-        )
-        .await
-        .unwrap()
-        .text_content();
+    let renamed = ok(
+        &run,
+        "lsp_rename",
+        json!({"file": "main.c", "line": 4, "symbol": "add", "new_name": "sum"}),
+    )
+    .await;
     assert!(renamed.contains("renamed `add` to `sum`"), "{renamed}");
-    assert!(read(dir.path(), "main.c").contains("int r = sum(1, 2);"));
-    assert!(read(dir.path(), "util.h").contains("int sum(int a, int b);"));
+    assert!(read(&run, "main.c").contains("int r = sum(1, 2);"));
+    assert!(read(&run, "util.h").contains("int sum(int a, int b);"));
     run.shutdown().await;
 }

@@ -6,6 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use gantry_core::testing::{ok, read};
 use serde_json::json;
 
 const UTIL: &str = r#"def greet(name: str) -> str:
@@ -32,7 +33,7 @@ Impl().run()
 "#;
 
 fn python_project() -> Option<(tempfile::TempDir, gantry_core::Run)> {
-    if !have(&["basedpyright-langserver"]) {
+    if !need(&["basedpyright-langserver"]) {
         return None;
     }
     Some(project(
@@ -175,17 +176,15 @@ async fn positions_are_checked_against_the_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rename_goes_through_the_write_path_across_files() {
-    let Some((dir, run)) = python_project() else {
+    let Some((_dir, run)) = python_project() else {
         return;
     };
-    let result = run
-        .call(
-            "lsp_rename",
-            json!({"file": "app/util.py", "line": 1, "symbol": "greet", "new_name": "salute"}),
-        )
-        .await
-        .unwrap()
-        .text_content();
+    let result = ok(
+        &run,
+        "lsp_rename",
+        json!({"file": "app/util.py", "line": 1, "symbol": "greet", "new_name": "salute"}),
+    )
+    .await;
     assert!(
         result.contains("renamed `greet` to `salute` in 2 file(s)"),
         "{result}"
@@ -194,8 +193,8 @@ async fn rename_goes_through_the_write_path_across_files() {
         result.contains("M app/util.py") && result.contains("M main.py"),
         "{result}"
     );
-    assert!(read(dir.path(), "app/util.py").starts_with("def salute(name: str)"));
-    let main = read(dir.path(), "main.py");
+    assert!(read(&run, "app/util.py").starts_with("def salute(name: str)"));
+    let main = read(&run, "main.py");
     assert!(main.contains("café = salute(naïve)"), "{main}");
     assert!(!main.contains("greet"), "{main}");
     // The servers' view follows: the new name resolves.
@@ -366,7 +365,7 @@ async fn reload_restarts_and_project_diagnostics_run_the_checker() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_write_after_a_read_reports_only_what_it_introduced() {
-    if !have(&["basedpyright-langserver"]) {
+    if !need(&["basedpyright-langserver"]) {
         return;
     }
     let old = format!("{MAIN}old_problem()\n");

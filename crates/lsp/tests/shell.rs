@@ -5,13 +5,14 @@
 mod common;
 
 use common::*;
+use gantry_core::testing::ok;
 use serde_json::json;
 
 const UTIL: &str = "def greet(name: str) -> str:\n    return \"hello \" + name\n";
 const MAIN: &str = "from app.util import greet\n\nmessage = greet(\"x\")\nprint(message)\n";
 
 fn python_project_with_shell() -> Option<(tempfile::TempDir, gantry_core::Run)> {
-    if !have(&["basedpyright-langserver", "bash"]) {
+    if !need(&["basedpyright-langserver", "bash"]) {
         return None;
     }
     Some(project_with(
@@ -30,11 +31,7 @@ fn python_project_with_shell() -> Option<(tempfile::TempDir, gantry_core::Run)> 
 }
 
 async fn shell(run: &gantry_core::Run, command: &str) -> String {
-    let result = run
-        .call("shell", json!({"command": command}))
-        .await
-        .unwrap()
-        .text_content();
+    let result = ok(run, "shell", json!({"command": command})).await;
     assert!(result.contains("exit code 0"), "{result}");
     result
 }

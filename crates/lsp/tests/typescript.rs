@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use gantry_core::testing::{ok, read};
 use serde_json::json;
 
 const TSCONFIG: &str = r#"{
@@ -213,17 +214,15 @@ async fn code_actions_offer_the_missing_import() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rename_changes_both_files_through_the_write_path() {
-    let Some((dir, run)) = ts_project() else {
+    let Some((_dir, run)) = ts_project() else {
         return;
     };
-    let renamed = run
-        .call(
-            "lsp_rename",
-            json!({"file": "src/main.ts", "line": 5, "symbol": "totalArea", "new_name": "sumOfAreas"}),
-        )
-        .await
-        .unwrap()
-        .text_content();
+    let renamed = ok(
+        &run,
+        "lsp_rename",
+        json!({"file": "src/main.ts", "line": 5, "symbol": "totalArea", "new_name": "sumOfAreas"}),
+    )
+    .await;
     assert!(
         renamed.contains("renamed `totalArea` to `sumOfAreas` in 2 file(s)"),
         "{renamed}"
@@ -233,10 +232,8 @@ async fn rename_changes_both_files_through_the_write_path() {
         "{renamed}"
     );
     assert!(!renamed.contains("introduced"), "{renamed}");
-    assert!(
-        read(dir.path(), "src/shapes.ts").contains("export function sumOfAreas(shapes: Shape[])")
-    );
-    let main = read(dir.path(), "src/main.ts");
+    assert!(read(&run, "src/shapes.ts").contains("export function sumOfAreas(shapes: Shape[])"));
+    let main = read(&run, "src/main.ts");
     assert!(main.contains("Square, sumOfAreas } from"), "{main}");
     assert!(
         main.contains("const total: number = sumOfAreas(shapes);"),

@@ -2,82 +2,82 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use gantry_core::write::ChangeSet;
 use gantry_core::{Run, RunBuilder, Settings, Workspace};
 use serde_json::{Value, json};
 
-/// Whether every binary is on PATH. Missing: the test is skipped with a
-/// printed reason, except under `CI=true`, where it fails.
-pub fn have(binaries: &[&str]) -> bool {
-    let path = std::env::var_os("PATH").unwrap_or_default();
+/// The variable that asks to skip the tests that need a real language
+/// server (`GANTRY_SKIP_LSP=1`); README's test section documents it.
+pub const SKIP: &str = "GANTRY_SKIP_LSP";
+
+/// Whether a test that drives the language servers `binaries` runs:
+/// false only when [`SKIP`] asks to skip such tests, which the test says
+/// on stderr (and scripts/test.sh in its summary). Otherwise a binary
+/// missing from PATH fails the test, so a green run means these tests
+/// ran. A name also counts as found in Debian's versioned form
+/// (`clangd-19` for `clangd`).
+pub fn need(binaries: &[&str]) -> bool {
+    let skipped = format!("the test, which needs {}", binaries.join(", "));
+    if gantry_core::testing::skip_requested(SKIP, &skipped) {
+        return false;
+    }
     let missing: Vec<&str> = binaries
         .iter()
         .copied()
-        .filter(|bin| !std::env::split_paths(&path).any(|dir| dir.join(bin).is_file()))
+        .filter(|bin| on_path(bin).is_none())
         .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let reason = format!(
-        "missing {} (scripts/install-lsp.sh installs it)",
+    assert!(
+        missing.is_empty(),
+        "missing {} on PATH: scripts/install-lsp.sh installs it; set {SKIP}=1 to skip the tests that need a language server",
         missing.join(", ")
     );
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-    false
+    true
 }
 
-/// Whether typescript-language-server can run here: the server and a
-/// TypeScript that still ships `tsserver` (TypeScript 7, the native port,
-/// does not) next to the `tsc` on PATH.
+/// Whether typescript-language-server can run here (see [`need`]): the
+/// server and a TypeScript that still ships `tsserver` (TypeScript 7, the
+/// native port, does not) next to the `tsc` on PATH.
 pub fn typescript() -> bool {
-    if !have(&["typescript-language-server", "tsc"]) {
+    if !need(&["typescript-language-server", "tsc"]) {
         return false;
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let tsserver = std::env::split_paths(&path)
-        .map(|dir| dir.join("tsc"))
-        .find(|tsc| tsc.is_file())
+    let tsserver = on_path("tsc")
         .and_then(|tsc| std::fs::canonicalize(tsc).ok())
         .and_then(|tsc| Some(tsc.parent()?.parent()?.join("lib/tsserver.js")))
         .is_some_and(|tsserver| tsserver.is_file());
-    if tsserver {
-        return true;
-    }
-    let reason = "the TypeScript next to `tsc` has no lib/tsserver.js (TypeScript 7 dropped it; scripts/install-lsp.sh installs typescript@6)";
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-    false
+    assert!(
+        tsserver,
+        "the TypeScript next to `tsc` has no lib/tsserver.js (TypeScript 7 dropped it): scripts/install-lsp.sh installs typescript@6; set {SKIP}=1 to skip the tests that need a language server"
+    );
+    true
 }
 
-/// The first `clangd` or `clangd-NN` on PATH.
-pub fn clangd() -> Option<String> {
+/// The first file on PATH named `bin` or, failing that, `bin-NN`.
+fn on_path(bin: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let versioned = name
-                .strip_prefix("clangd-")
-                .is_some_and(|v| v.parse::<u32>().is_ok());
-            if name == "clangd" || versioned {
-                return Some(name);
-            }
-        }
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    if let Some(found) = dirs.iter().map(|dir| dir.join(bin)).find(|p| p.is_file()) {
+        return Some(found);
     }
-    None
+    let prefix = format!("{bin}-");
+    dirs.iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flat_map(|entries| entries.flatten())
+        .find(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .and_then(|name| name.strip_prefix(&prefix))
+                .is_some_and(|version| version.parse::<u32>().is_ok())
+        })
+        .map(|entry| entry.path())
 }
 
-/// A temp project with `files` and a run with the family wired. The
-/// deadlines are generous because the test machine is shared with
+/// A temp project with `files` and a run with the family wired, with the
+/// test binary's state directory in a temp dir before anything writes
+/// (see `gantry_core::testing::state_dir`). The deadlines are generous because the test machine is shared with
 /// builds; the bench measures the real timing.
 pub fn project(files: &[(&str, &str)], lsp: Value) -> (tempfile::TempDir, Run) {
     project_with(files, lsp, |builder| builder)
@@ -89,12 +89,7 @@ pub fn project_with(
     lsp: Value,
     wire: impl FnOnce(RunBuilder) -> RunBuilder,
 ) -> (tempfile::TempDir, Run) {
-    let dir = tempfile::tempdir().unwrap();
-    for (path, text) in files {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    let dir = gantry_core::testing::workspace_with(files);
     let mut section = json!({
         "requestTimeoutSeconds": 60,
         "startTimeoutSeconds": 60,
@@ -181,9 +176,4 @@ pub async fn within(bound: std::time::Duration, mut condition: impl AsyncFnMut()
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-}
-
-/// Path helper for assertions.
-pub fn read(dir: &Path, path: &str) -> String {
-    std::fs::read_to_string(dir.join(path)).unwrap()
 }
