@@ -5,9 +5,10 @@
 //! Driven through the real binary (`gantry session`), so the wiring the
 //! user runs is the one tried. Nothing outside may be read or written.
 
-use std::io::Write;
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::{Value, json};
 
@@ -42,30 +43,11 @@ fn setup() -> (tempfile::TempDir, tempfile::TempDir) {
 /// Runs `calls` in one `gantry session` and returns each reply.
 fn session(root: &Path, calls: &[(&str, Value)]) -> Vec<Value> {
     let state = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gantry"))
-        .args(["session", "--approval", "yolo"])
-        .current_dir(root)
-        .env("GANTRY_STATE_DIR", state.path())
-        .env("GANTRY_HOME", state.path().join("home"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for (tool, args) in calls {
-            writeln!(stdin, "{}", json!({"tool": tool, "args": args})).unwrap();
-        }
-    }
-    let output = child.wait_with_output().unwrap();
-    let replies: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
+    let requests: Vec<Value> = calls
+        .iter()
+        .map(|(tool, args)| json!({"tool": tool, "args": args}))
         .collect();
-    assert_eq!(replies.len(), calls.len());
-    replies
+    common::session(root, state.path(), &requests)
 }
 
 #[test]

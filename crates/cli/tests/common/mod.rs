@@ -1,0 +1,48 @@
+//! Shared by the tests that drive the real binary: one `gantry session`
+//! fed calls on stdin, with Gantry's home and state kept out of the user's.
+
+#![allow(dead_code)] // Each test file uses its own part of this.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// Runs `requests` (`{"tool": ..., "args": ...}` each) in one
+/// `gantry session --approval yolo` on `root`, with `GANTRY_HOME`,
+/// `GANTRY_STATE_DIR` and the shared state directory the write path also
+/// leaves word in (`XDG_STATE_HOME`) under `state`; the reply to each, in
+/// order.
+pub fn session(root: &Path, state: &Path, requests: &[Value]) -> Vec<Value> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gantry"))
+        .args(["session", "--approval", "yolo"])
+        .current_dir(root)
+        .env("GANTRY_STATE_DIR", state.join("state"))
+        .env("GANTRY_HOME", state.join("home"))
+        .env("XDG_STATE_HOME", state.join("shared-state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for request in requests {
+            writeln!(stdin, "{request}").unwrap();
+        }
+    }
+    let output = child.wait_with_output().unwrap();
+    let replies: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        replies.len(),
+        requests.len(),
+        "{}: a call got no reply",
+        root.display()
+    );
+    replies
+}
