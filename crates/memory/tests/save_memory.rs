@@ -1,5 +1,6 @@
 //! `save_memory` through the real pipeline and the real write path.
 
+use gantry_core::testing::err;
 use gantry_core::{Run, Workspace};
 use serde_json::json;
 
@@ -8,18 +9,11 @@ use serde_json::json;
 #[tokio::test]
 async fn saves_to_user_and_workspace_files_and_loads_both() {
     let home = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    // SAFETY: set before any thread of this test binary reads them.
-    unsafe {
-        std::env::set_var("GANTRY_HOME", home.path());
-        std::env::set_var("GANTRY_STATE_DIR", state.path());
-    }
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(
-        ws.path().join("GANTRY.md"),
-        "# Project\n\nBuild with make.\n",
-    )
-    .unwrap();
+    // SAFETY: set before any thread of this test binary reads it.
+    unsafe { std::env::set_var("GANTRY_HOME", home.path()) };
+    // The state directories in temp dirs too, before anything writes.
+    let ws =
+        gantry_core::testing::workspace_with(&[("GANTRY.md", "# Project\n\nBuild with make.\n")]);
     let run = gantry_memory::register(Run::builder(Workspace::new(ws.path()).unwrap())).build();
 
     let user = run
@@ -81,8 +75,8 @@ async fn saves_to_user_and_workspace_files_and_loads_both() {
             r#"scope: expected one of "user", "workspace", got "team""#,
         ),
     ] {
-        let err = run.call("save_memory", args).await.unwrap_err();
-        assert!(err.message.contains(want), "{} !~ {want}", err.message);
+        let message = err(&run, "save_memory", args).await;
+        assert!(message.contains(want), "{message} !~ {want}");
     }
     assert_eq!(
         std::fs::read_to_string(ws.path().join("GANTRY.md")).unwrap(),
