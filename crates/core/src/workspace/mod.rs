@@ -112,10 +112,9 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
 /// by its type otherwise.
 fn regular(fd: OwnedFd) -> io::Result<File> {
     match FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) {
-        FileType::RegularFile => {
-            rustix::fs::fcntl_setfl(&fd, OFlags::empty())?;
-            Ok(File::from(fd))
-        }
+        // O_NONBLOCK stays set: Linux ignores it for regular files, and
+        // clearing it would cost a syscall per file on a search's hot path.
+        FileType::RegularFile => Ok(File::from(fd)),
         FileType::Directory => Err(rustix::io::Errno::ISDIR.into()),
         other => Err(NotRegular::error(other)),
     }
@@ -374,6 +373,20 @@ impl Workspace {
     /// really lands in. A link that leads out is refused, by name.
     pub(crate) fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
         let (root, rel) = self.locate_or_refuse(path)?;
+        // Most paths end in a plain file (or nothing yet): one look at the
+        // last component settles it. Links on the way to it need no
+        // expanding: the write happens in the directory they lead to,
+        // opened beneath the root like any other.
+        match root.open_at(&rel, OFlags::PATH, Mode::empty(), false) {
+            Ok(fd)
+                if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode)
+                    != FileType::Symlink =>
+            {
+                return Ok(path.to_path_buf());
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(path.to_path_buf()),
+            _ => {}
+        }
         Ok(root.path.join(root.expand(&rel, true)?))
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags};
 
-use super::change::{Change, ChangeKind, Current, confine, current};
+use super::change::{Change, ChangeKind, Current, current};
 use super::journal::{self, Journal, Rename, RootState, remove_if_present};
 use super::{AppliedChange, WriteError};
 use crate::workspace::Workspace;
@@ -136,7 +136,6 @@ pub(crate) fn apply(workspace: &Workspace, changes: Vec<Change>) -> Result<Outco
         roll_back_held(&plan, &held);
         plan.roll_back(workspace);
         let _ = pending.discard();
-        state.settle();
         return Err(error);
     }
     failpoint.hit(Failpoint::BeforeCommit);
@@ -167,7 +166,6 @@ pub(crate) fn apply(workspace: &Workspace, changes: Vec<Change>) -> Result<Outco
     committed
         .remove()
         .map_err(|e| after_commit(root, "remove the journal of", e))?;
-    state.settle();
 
     Ok(Outcome {
         changes: changes
@@ -191,11 +189,9 @@ fn check(workspace: &Workspace, changes: &[Change]) -> Result<Vec<String>, Write
     let mut stale = Vec::new();
     let mut notes = Vec::new();
     for change in changes {
-        confine(workspace, change.path())?;
+        // Every path was confined when the change was planned, and every
+        // open below is confined by the kernel: no second resolve here.
         let source = change.source();
-        if source != change.path() {
-            confine(workspace, source)?;
-        }
         let now = current(workspace, source)?;
         if now.as_ref().map(|c| c.bytes.as_slice()) != change.before() {
             stale.push(workspace.display(source));

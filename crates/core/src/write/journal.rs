@@ -68,8 +68,8 @@ pub(crate) struct RootState {
     /// beacons of every other state directory are found.
     shared: PathBuf,
     /// This state directory's beacon in `shared/elsewhere` (a file naming
-    /// `dir`), present while a journal of ours may exist; `None` when ours
-    /// is the shared state directory.
+    /// `dir`), lit before our first journal and left while `dir` exists;
+    /// `None` when ours is the shared state directory.
     beacon: Option<PathBuf>,
 }
 
@@ -146,14 +146,6 @@ impl RootState {
         sync_dir(parent)
     }
 
-    /// Removes our beacon once no journal of ours is left (the caller
-    /// holds the root's lock, so no other apply of ours is under way).
-    pub(crate) fn settle(&self) {
-        if let Some(beacon) = &self.beacon {
-            put_out(&self.dir, beacon);
-        }
-    }
-
     /// Writes `journal` as pending, durably, before any temp file exists.
     pub(crate) fn write_pending(&self, id: &str, journal: &Journal) -> io::Result<PendingJournal> {
         self.light_beacon()?;
@@ -178,18 +170,22 @@ impl RootState {
         let mut report = RecoveryReport::default();
         for (dir, beacon) in self.journal_dirs() {
             recover_dir(&dir, workspace, &mut report)?;
-            if let Some(beacon) = beacon {
-                put_out(&dir, &beacon);
+            // A beacon stays while its state directory does (lighting it
+            // costs two syncs, so it is lit once, not per write); one
+            // whose directory is gone (a test's temp state) goes.
+            if let Some(beacon) = beacon
+                && !dir.exists()
+            {
+                put_out(&beacon);
             }
         }
         Ok(report)
     }
 }
 
-/// Removes `beacon` when `dir` holds no journal any more, and the shared
-/// folders it leaves empty.
-fn put_out(dir: &Path, beacon: &Path) {
-    if journals_in(dir).is_empty() && fs::remove_file(beacon).is_ok() {
+/// Removes `beacon`, and the shared folders it leaves empty.
+fn put_out(beacon: &Path) {
+    if fs::remove_file(beacon).is_ok() {
         let elsewhere = beacon.parent().expect("a beacon lives in a folder");
         if fs::remove_dir(elsewhere).is_ok() {
             let _ = elsewhere.parent().map(fs::remove_dir);
