@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use gantry_core::testing::refuses;
 use gantry_core::{
     Answer, CallErrorKind, Confirmation, Human, HumanError, Question, Run, Settings, Workspace,
     async_trait,
@@ -120,11 +121,7 @@ async fn bad_questions_are_refused_before_asking() {
             "multi_select: needs options",
         ),
     ];
-    for (args, want) in cases {
-        let err = run.call("ask_user", args).await.unwrap_err();
-        assert_eq!(err.kind, CallErrorKind::InvalidParams);
-        assert!(err.message.contains(want), "{} !~ {want}", err.message);
-    }
+    refuses(&run, "ask_user", cases).await;
     assert!(human.asked.lock().unwrap().is_empty());
 }
 

@@ -85,6 +85,20 @@ pub async fn fails(run: &Run, tool: &str, args: Value, kind: CallErrorKind) -> C
     }
 }
 
+/// Checks that `tool` refuses each `(args, expected)` as invalid
+/// parameters, with a message that contains `expected`: the table tests
+/// of a tool's parameter checks, each failure naming its arguments.
+pub async fn refuses<'a>(run: &Run, tool: &str, cases: impl IntoIterator<Item = (Value, &'a str)>) {
+    for (args, expected) in cases {
+        let error = fails(run, tool, args.clone(), CallErrorKind::InvalidParams).await;
+        assert!(
+            error.message.contains(expected),
+            "{tool} {args}: {}",
+            error.message
+        );
+    }
+}
+
 /// The message of a call that must fail, whatever the kind of failure:
 /// panics with the result when it succeeded.
 pub async fn err(run: &Run, tool: &str, args: Value) -> String {

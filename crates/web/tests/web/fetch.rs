@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use gantry_core::testing::fails;
+use gantry_core::testing::refuses;
 use gantry_core::{CallError, CallErrorKind, Run, ToolResult};
 use serde_json::{Value, json};
 
@@ -444,20 +444,7 @@ async fn parameters_are_validated_by_name() {
             "prompt: expected a short note of what you are looking for",
         ),
     ];
-    for (args, expected) in cases {
-        let error = fails(
-            &run,
-            "web_fetch",
-            args.clone(),
-            CallErrorKind::InvalidParams,
-        )
-        .await;
-        assert!(
-            error.message.contains(expected),
-            "{args}: {}",
-            error.message
-        );
-    }
+    refuses(&run, "web_fetch", cases).await;
 }
 
 #[tokio::test]
