@@ -212,19 +212,24 @@ fn absolute_links_are_followed_inside_and_refused_by_name_outside() {
     }
 }
 
-#[tokio::test]
-async fn fifos_are_refused_at_once_by_reads_plans_and_applies() {
-    let ws = testing::workspace_with(&[("f.txt", "old")]);
-    let root = ws.path().canonicalize().unwrap();
-    let run = Run::builder(Workspace::new(&root).unwrap()).build();
+/// A named pipe at `path`, which nobody writes to.
+fn make_fifo(path: &Path) {
     rustix::fs::mknodat(
         CWD,
-        root.join("pipe"),
+        path,
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o644),
         0,
     )
     .unwrap();
+}
+
+#[tokio::test]
+async fn fifos_are_refused_at_once_by_reads_plans_and_applies() {
+    let ws = testing::workspace_with(&[("f.txt", "old")]);
+    let root = ws.path().canonicalize().unwrap();
+    let run = Run::builder(Workspace::new(&root).unwrap()).build();
+    make_fifo(&root.join("pipe"));
     let started = Instant::now();
     let error = run.workspace().read(&root.join("pipe")).unwrap_err();
     assert_eq!(
@@ -244,14 +249,7 @@ async fn fifos_are_refused_at_once_by_reads_plans_and_applies() {
         .plan_write(run.workspace(), &root.join("f.txt"), "new")
         .unwrap();
     std::fs::remove_file(root.join("f.txt")).unwrap();
-    rustix::fs::mknodat(
-        CWD,
-        root.join("f.txt"),
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o644),
-        0,
-    )
-    .unwrap();
+    make_fifo(&root.join("f.txt"));
     let error = run.apply(changes).await.unwrap_err();
     assert!(error.to_string().contains("a FIFO"), "{error}");
     assert!(started.elapsed() < Duration::from_secs(2));
