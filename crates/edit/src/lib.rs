@@ -17,8 +17,7 @@
 //! use serde_json::json;
 //!
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! # let state = tempfile::tempdir().unwrap();
-//! # unsafe { std::env::set_var("GANTRY_STATE_DIR", state.path()) };
+//! # gantry_core::testing::state_dir(); // Journals away from the user's.
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::write(dir.path().join("greet.py"), "print('hello')\r\n").unwrap();
 //! let run = gantry_edit::register(Run::builder(Workspace::new(dir.path()).unwrap())).build();

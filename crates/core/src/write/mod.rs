@@ -39,8 +39,7 @@
 //! use gantry_core::{Run, Workspace};
 //!
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! # let state = tempfile::tempdir().unwrap();
-//! # unsafe { std::env::set_var("GANTRY_STATE_DIR", state.path()) };
+//! # gantry_core::testing::state_dir(); // Journals away from the user's.
 //! let dir = tempfile::tempdir().unwrap();
 //! let run = Run::builder(Workspace::new(dir.path()).unwrap()).build();
 //! let path = run.workspace().resolve("notes/todo.txt").unwrap();
