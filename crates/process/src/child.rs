@@ -194,10 +194,18 @@ impl Command {
                 Stdio::from(writer)
             }
         });
-        let out = out.map(|(reader, writer)| {
-            command.stdout(writer);
-            reader
-        });
+        // Never inherited: Gantry's own stdout may be a protocol stream
+        // (MCP over stdio, `gantry session`) that one stray line breaks.
+        let out = match out {
+            Some((reader, writer)) => {
+                command.stdout(writer);
+                Some(reader)
+            }
+            None => {
+                command.stdout(Stdio::null());
+                None
+            }
+        };
         let mut spawned = command.spawn()?;
         // Our copies of the write ends close here: the reader sees the end
         // of output once the child's processes have closed theirs.
