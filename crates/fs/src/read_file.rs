@@ -25,8 +25,9 @@ pub const MAX_LINE_CHARS: usize = 2000;
 /// worth and several clients reject them.
 pub const MAX_IMAGE_BYTES: u64 = 10_000_000;
 /// Text returned by one call at most, whatever `limit` says: 2000 lines of
-/// 2000 characters would be four million characters.
-pub const MAX_OUTPUT_BYTES: usize = 256 * 1024;
+/// 2000 characters would be four million characters. Within the model's
+/// budget for one result (256 KiB), with room for the notes after it.
+pub const MAX_OUTPUT_BYTES: usize = 250 * 1024;
 /// How far past the shown window the file is scanned to give the total
 /// line count; past this the total is not counted, so reading the start of
 /// a multi-gigabyte log stays instant.

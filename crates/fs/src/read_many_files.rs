@@ -17,12 +17,13 @@ use crate::common::{blocking, counted, fenced, human_size, io_failure, quote, th
 use crate::glob::{self, Matcher};
 use crate::sniff::{self, Kind, SNIFF_BYTES};
 
-/// Largest file read; a bigger one is skipped with a pointer to
-/// read_file, which reads in parts. The same budget as one read_file call.
-pub const MAX_FILE_BYTES: u64 = crate::read_file::MAX_OUTPUT_BYTES as u64;
-/// Text returned by one call at most: a few hundred source files would
-/// otherwise fill a model's whole context in one step.
-pub const MAX_TOTAL_BYTES: u64 = 1024 * 1024;
+/// Text returned by one call at most, and so also the largest file read
+/// (a bigger one is skipped with a pointer to read_file, which reads in
+/// parts): what fits in the model's budget for one result (256 KiB) with
+/// room for the headers and the list of what was left out.
+pub const MAX_TOTAL_BYTES: u64 = 224 * 1024;
+/// Largest file read; see [`MAX_TOTAL_BYTES`].
+pub const MAX_FILE_BYTES: u64 = MAX_TOTAL_BYTES;
 /// Skipped files listed one by one before "and N more".
 const SKIPPED_LISTED: usize = 50;
 /// Files not read because of the total limit, named before "and N more".

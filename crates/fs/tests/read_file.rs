@@ -291,10 +291,11 @@ async fn output_is_bounded_even_when_limit_allows_more() {
     let content: String = (0..2000).map(|_| format!("{line}\n")).collect();
     fx.write("wide.txt", content);
     let text = fx.ok("read_file", json!({"path": "wide.txt"})).await;
-    assert!(text.len() < 300 * 1024, "{}", text.len());
+    // Within the model's budget for one result, note included.
+    assert!(text.len() <= 256 * 1024, "{}", text.len());
     let note = text.lines().last().unwrap();
     assert!(
-        note.starts_with("[output limit of 262.1 KB reached: showing lines 1-17"),
+        note.starts_with("[output limit of 256.0 KB reached: showing lines 1-16"),
         "{note}"
     );
     let next: u64 = note

@@ -157,7 +157,7 @@ async fn every_skipped_file_is_listed_with_its_reason() {
     );
     assert_eq!(
         skipped(&text, "big.txt"),
-        "- `big.txt`: too large (307.2 KB, over the 262.1 KB limit per file); read it in parts \
+        "- `big.txt`: too large (307.2 KB, over the 229.4 KB limit per file); read it in parts \
          with read_file (`offset`, `limit`) or search it with grep"
     );
     assert!(
@@ -188,9 +188,9 @@ async fn every_skipped_file_is_listed_with_its_reason() {
 #[tokio::test]
 async fn the_total_limit_stops_the_read_and_names_what_was_left() {
     let fx = Fixture::new();
-    // Six files of 250,000 bytes: four fit in 1 MiB, the rest do not.
+    // Six files of 50,000 bytes: four fit in 224 KiB, the rest do not.
     for n in 0..6 {
-        fx.write(&format!("part{n}.txt"), "y".repeat(249_999) + "\n");
+        fx.write(&format!("part{n}.txt"), "y".repeat(49_999) + "\n");
     }
     let text = fx
         .ok("read_many_files", json!({"paths": ["part*.txt"]}))
@@ -198,15 +198,15 @@ async fn the_total_limit_stops_the_read_and_names_what_was_left() {
     assert_eq!(headers(&text).len(), 4, "{}", &text[..200]);
     assert!(
         text.starts_with(
-            "Read 4 files (1.0 MB); stopped at the limit of 1.0 MB of text per call, 2 more files \
-             not read (listed at the end)."
+            "Read 4 files (200.0 KB); stopped at the limit of 229.4 KB of text per call, 2 more \
+             files not read (listed at the end)."
         ),
         "{}",
         &text[..300]
     );
     assert!(
         text.contains(
-            "Stopped after 4 files / 1.0 MB (the limit per call); 2 more matched and were not \
+            "Stopped after 4 files / 229.4 KB (the limit per call); 2 more matched and were not \
              read: `part4.txt`, `part5.txt`. Narrow `paths` (or add `exclude`), or read these in \
              another call."
         ),
