@@ -25,8 +25,8 @@ use gantry_core::{
     Settings, Surface, Tier, Workspace,
 };
 
-/// Settings keys the assembly itself reads (not a family's).
-const OWN_SETTINGS: &[&str] = &["extraRoots"];
+/// Settings keys the assembly and the core read (not a family's).
+const OWN_SETTINGS: &[&str] = &["extraRoots", gantry_core::settings::TRUSTED_FOLDERS];
 
 /// Every tool family, in wiring order: the one list of them.
 pub fn families() -> Vec<&'static dyn Family> {
@@ -69,10 +69,27 @@ pub fn settings_warnings(settings: &Settings) -> Vec<String> {
         .into_iter()
         .map(|key| format!("unknown settings key `{key}` (known: {})", known.join(", ")))
         .collect();
+    warnings.extend(trusted_folders_warning(settings));
     for family in families() {
         warnings.extend(family.check_settings(settings));
     }
     warnings
+}
+
+/// `trustedFolders` is read from the user's file only, as a list of
+/// absolute paths (or `~/`); anything else trusts nothing, and says so.
+fn trusted_folders_warning(settings: &Settings) -> Option<String> {
+    use gantry_core::settings::TRUSTED_FOLDERS;
+    let in_workspace = settings.workspace_section::<Vec<String>>(TRUSTED_FOLDERS);
+    if !matches!(in_workspace, Ok(None)) {
+        return Some(format!(
+            "`{TRUSTED_FOLDERS}` in a workspace's settings is ignored: only ~/.gantry/settings.json trusts a folder"
+        ));
+    }
+    settings
+        .user_section::<Vec<String>>(TRUSTED_FOLDERS)
+        .err()
+        .map(|e| format!("{e}; no folder is trusted"))
 }
 
 /// Opens the workspace and loads its settings, logging what is wrong with

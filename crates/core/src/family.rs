@@ -52,13 +52,15 @@ pub trait Family: Send + Sync {
 
 /// A family whose wiring is a plain function, as most are: its name, its
 /// settings keys and how to check them, the function that registers its
-/// tools, and what it adds to the instructions.
+/// tools, what it adds to the instructions, and what it says in
+/// `gantry status`.
 pub struct PlainFamily {
     name: &'static str,
     settings_keys: &'static [&'static str],
     check: Option<fn(&Settings) -> Vec<String>>,
     register: fn(RunBuilder) -> RunBuilder,
     instructions: Option<fn(&RunBuilder) -> Option<String>>,
+    status: Option<fn(&Run) -> Vec<String>>,
 }
 
 impl PlainFamily {
@@ -70,6 +72,7 @@ impl PlainFamily {
             check: None,
             register,
             instructions: None,
+            status: None,
         }
     }
 
@@ -87,6 +90,12 @@ impl PlainFamily {
     /// What it adds to the run's instructions.
     pub const fn instructions(mut self, text: fn(&RunBuilder) -> Option<String>) -> Self {
         self.instructions = Some(text);
+        self
+    }
+
+    /// Its lines for `gantry status` (see [`Family::status`]).
+    pub const fn status(mut self, lines: fn(&Run) -> Vec<String>) -> Self {
+        self.status = Some(lines);
         self
     }
 }
@@ -111,6 +120,10 @@ impl Family for PlainFamily {
 
     fn instructions(&self, builder: &RunBuilder) -> Option<String> {
         self.instructions.and_then(|text| text(builder))
+    }
+
+    async fn status(&self, run: &Run) -> Vec<String> {
+        self.status.map(|lines| lines(run)).unwrap_or_default()
     }
 }
 

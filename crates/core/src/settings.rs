@@ -5,6 +5,14 @@
 //! winning, so a workspace can change one field of a section without
 //! restating it. Each tool family reads its own section with
 //! [`Settings::section`].
+//!
+//! A workspace's file comes with the checkout, so it is not the user's
+//! word: a key that loosens confinement is honoured only from the user's
+//! file, or from a workspace the user's `trustedFolders` lists. For such
+//! keys a family reads each level apart ([`Settings::user_section`],
+//! [`Settings::workspace_section`]) and asks
+//! [`Settings::workspace_trusted`]; `trustedFolders` itself is read from
+//! the user's file only.
 
 use std::path::{Path, PathBuf};
 
@@ -71,48 +79,81 @@ pub enum SettingsError {
     },
 }
 
+/// The user-level key that lists the folders whose workspace settings may
+/// loosen confinement.
+pub const TRUSTED_FOLDERS: &str = "trustedFolders";
+
+/// Which file a setting came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// The user's own file (`~/.gantry/settings.json`), or settings a
+    /// library caller gave.
+    User,
+    /// The workspace's `.gantry/settings.json`, which comes with the
+    /// checkout.
+    Workspace,
+}
+
+/// The keys one level set, before merging.
+#[derive(Debug, Clone, Default)]
+struct Layer {
+    values: Map<String, Value>,
+    files: Vec<PathBuf>,
+}
+
 /// The merged settings of a run.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     merged: Map<String, Value>,
     files: Vec<PathBuf>,
+    user: Layer,
+    workspace: Layer,
+    trusted: bool,
 }
 
 impl Settings {
     /// Loads the user file and the workspace file under `root`; missing
     /// files are simply absent.
     pub fn load(root: &Path) -> Result<Self, SettingsError> {
-        Self::load_files(&[
-            gantry_home().join("settings.json"),
-            root.join(".gantry").join("settings.json"),
-        ])
+        Self::load_from(&gantry_home().join("settings.json"), root)
     }
 
-    /// Loads and merges `files` in order, later files winning key by key.
+    /// Loads `user_file` as the user level and `root`'s
+    /// `.gantry/settings.json` as the workspace level, and decides whether
+    /// `root` is trusted (a folder in the user level's `trustedFolders`, or
+    /// beneath one).
+    pub fn load_from(user_file: &Path, root: &Path) -> Result<Self, SettingsError> {
+        let mut settings = Settings::default();
+        settings.read(Level::User, user_file)?;
+        settings.trusted = trusted(&settings.user.values, root);
+        settings.read(
+            Level::Workspace,
+            &root.join(".gantry").join("settings.json"),
+        )?;
+        Ok(settings)
+    }
+
+    /// Loads and merges `files` in order, later files winning key by key,
+    /// all at the user level (library callers naming their own files).
     pub fn load_files(files: &[PathBuf]) -> Result<Self, SettingsError> {
         let mut settings = Settings::default();
         for file in files {
-            let text = match std::fs::read_to_string(file) {
-                Ok(text) => text,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    return Err(SettingsError::Io {
-                        file: file.display().to_string(),
-                        message: e.to_string(),
-                    });
-                }
-            };
-            settings.merge_text(file, &text)?;
+            settings.read(Level::User, file)?;
         }
         Ok(settings)
     }
 
-    /// Settings from an in-memory value (library callers, tests).
+    /// Settings from an in-memory value (library callers, tests), at the
+    /// user level.
     pub fn from_value(value: Value) -> Result<Self, SettingsError> {
         match value {
             Value::Object(merged) => Ok(Settings {
+                user: Layer {
+                    values: merged.clone(),
+                    files: Vec::new(),
+                },
                 merged,
-                files: Vec::new(),
+                ..Settings::default()
             }),
             _ => Err(SettingsError::NotAnObject {
                 file: "<value>".into(),
@@ -120,7 +161,19 @@ impl Settings {
         }
     }
 
-    fn merge_text(&mut self, file: &Path, text: &str) -> Result<(), SettingsError> {
+    /// Reads and merges one file at `level`; a missing file is absent.
+    fn read(&mut self, level: Level, file: &Path) -> Result<(), SettingsError> {
+        match std::fs::read_to_string(file) {
+            Ok(text) => self.merge_text(level, file, &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(SettingsError::Io {
+                file: file.display().to_string(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    fn merge_text(&mut self, level: Level, file: &Path, text: &str) -> Result<(), SettingsError> {
         let value: Value = serde_json::from_str(text).map_err(|e| SettingsError::Syntax {
             file: file.display().to_string(),
             line: e.line(),
@@ -137,6 +190,17 @@ impl Settings {
                 file: file.display().to_string(),
             });
         };
+        let layer = match level {
+            Level::User => &mut self.user,
+            Level::Workspace => &mut self.workspace,
+        };
+        merge(&mut layer.values, object.clone());
+        layer.files.push(file.to_path_buf());
+        let mut object = object;
+        if level == Level::Workspace {
+            // A workspace cannot trust itself, nor anything else.
+            object.remove(TRUSTED_FOLDERS);
+        }
         merge(&mut self.merged, object);
         self.files.push(file.to_path_buf());
         Ok(())
@@ -153,6 +217,59 @@ impl Settings {
                     message: e.to_string(),
                 })
             }
+        }
+    }
+
+    /// One level's own value of `key`, before merging; `None` when that
+    /// level does not set it. For keys whose workspace value is honoured
+    /// only where it tightens what the user level says.
+    pub fn section_at<T: DeserializeOwned>(
+        &self,
+        level: Level,
+        key: &str,
+    ) -> Result<Option<T>, SettingsError> {
+        let layer = match level {
+            Level::User => &self.user,
+            Level::Workspace => &self.workspace,
+        };
+        match layer.values.get(key) {
+            None => Ok(None),
+            Some(value) => serde_json::from_value(value.clone())
+                .map(Some)
+                .map_err(|e| SettingsError::Section {
+                    section: key.to_string(),
+                    files: describe(&layer.files),
+                    message: e.to_string(),
+                }),
+        }
+    }
+
+    /// The user level's own value of `key` (see [`Settings::section_at`]).
+    pub fn user_section<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, SettingsError> {
+        self.section_at(Level::User, key)
+    }
+
+    /// The workspace level's own value of `key` (see
+    /// [`Settings::section_at`]).
+    pub fn workspace_section<T: DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<T>, SettingsError> {
+        self.section_at(Level::Workspace, key)
+    }
+
+    /// Whether the user's `trustedFolders` lists the workspace (or a
+    /// folder above it), so its settings may loosen confinement too.
+    pub fn workspace_trusted(&self) -> bool {
+        self.trusted
+    }
+
+    /// The files of one level, in merge order (for messages that say where
+    /// a setting was read).
+    pub fn files_at(&self, level: Level) -> &[PathBuf] {
+        match level {
+            Level::User => &self.user.files,
+            Level::Workspace => &self.workspace.files,
         }
     }
 
@@ -176,16 +293,44 @@ impl Settings {
     }
 
     fn describe_files(&self) -> String {
-        if self.files.is_empty() {
-            "no file".into()
-        } else {
-            self.files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
+        describe(&self.files)
     }
+}
+
+/// `files` for a message.
+fn describe(files: &[PathBuf]) -> String {
+    if files.is_empty() {
+        "no file".into()
+    } else {
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Whether `root` is, or is beneath, a folder the user level's
+/// `trustedFolders` lists (`~/` expanded; paths compared once resolved, so
+/// a link cannot stand in for a trusted folder). Anything malformed trusts
+/// nothing.
+fn trusted(user: &Map<String, Value>, root: &Path) -> bool {
+    let Some(Value::Array(folders)) = user.get(TRUSTED_FOLDERS) else {
+        return false;
+    };
+    let Ok(root) = root.canonicalize() else {
+        return false;
+    };
+    folders
+        .iter()
+        .filter_map(Value::as_str)
+        .filter_map(|folder| match folder.strip_prefix("~/") {
+            Some(rest) => dirs::home_dir().map(|home| home.join(rest)),
+            None => Some(PathBuf::from(folder)),
+        })
+        .filter(|folder| folder.is_absolute())
+        .filter_map(|folder| folder.canonicalize().ok())
+        .any(|folder| root.starts_with(folder))
 }
 
 /// Deep merge: objects merge key by key, anything else is replaced.
@@ -273,5 +418,60 @@ mod tests {
         let err = settings.section::<Web>("web").unwrap_err().to_string();
         assert!(err.starts_with("settings `web`"), "{err}");
         assert!(err.contains("invalid type"), "{err}");
+    }
+
+    #[test]
+    fn levels_are_read_apart_and_only_the_user_trusts_a_folder() {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join(".gantry")).unwrap();
+        write(
+            &root.path().join(".gantry"),
+            "settings.json",
+            &format!(
+                r#"{{"web": {{"timeoutSeconds": 30}}, "trustedFolders": [{:?}]}}"#,
+                root.path()
+            ),
+        );
+        let user = write(
+            home.path(),
+            "settings.json",
+            r#"{"web": {"allowPrivate": true}}"#,
+        );
+        let settings = Settings::load_from(&user, root.path()).unwrap();
+        assert!(
+            !settings.workspace_trusted(),
+            "a workspace cannot trust itself"
+        );
+        assert_eq!(settings.get(TRUSTED_FOLDERS), None);
+        let own: Option<Value> = settings.user_section("web").unwrap();
+        assert_eq!(own, Some(serde_json::json!({"allowPrivate": true})));
+        let theirs: Option<Value> = settings.workspace_section("web").unwrap();
+        assert_eq!(theirs, Some(serde_json::json!({"timeoutSeconds": 30})));
+        assert_eq!(settings.user_section::<Value>("lsp").unwrap(), None);
+        assert_eq!(settings.files_at(Level::User), std::slice::from_ref(&user));
+
+        // The user's list trusts the folder and what is beneath it.
+        let parent = root.path().parent().unwrap();
+        write(
+            home.path(),
+            "settings.json",
+            &format!(r#"{{"trustedFolders": [{parent:?}]}}"#),
+        );
+        assert!(
+            Settings::load_from(&user, root.path())
+                .unwrap()
+                .workspace_trusted()
+        );
+        write(
+            home.path(),
+            "settings.json",
+            r#"{"trustedFolders": ["relative"]}"#,
+        );
+        assert!(
+            !Settings::load_from(&user, root.path())
+                .unwrap()
+                .workspace_trusted()
+        );
     }
 }
