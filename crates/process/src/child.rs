@@ -88,6 +88,7 @@ pub struct Command {
     program: OsString,
     args: Vec<OsString>,
     dir: Option<PathBuf>,
+    env_clear: bool,
     envs: Vec<(OsString, OsString)>,
     stdin: bool,
     stdout: Stdout,
@@ -102,6 +103,7 @@ impl Command {
             program: program.as_ref().to_os_string(),
             args: Vec::new(),
             dir: None,
+            env_clear: false,
             envs: Vec::new(),
             stdin: false,
             stdout: Stdout::Null,
@@ -132,6 +134,28 @@ impl Command {
     pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
         self.envs
             .push((key.as_ref().to_os_string(), value.as_ref().to_os_string()));
+        self
+    }
+
+    /// Sets variables in the child's environment, in order (a later one
+    /// wins).
+    pub fn envs<I, K, V>(&mut self, vars: I) -> &mut Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        for (key, value) in vars {
+            self.env(key, value);
+        }
+        self
+    }
+
+    /// Inherits nothing of Gantry's environment: the child gets exactly
+    /// what [`Command::env`] and [`Command::envs`] set (an
+    /// [`EnvPolicy`](crate::EnvPolicy)'s environment, say).
+    pub fn env_clear(&mut self) -> &mut Self {
+        self.env_clear = true;
         self
     }
 
@@ -168,6 +192,9 @@ impl Command {
     /// registered with its reactor, and captures read on its tasks.
     pub fn spawn(&self) -> io::Result<Child> {
         let mut command = std::process::Command::new(&self.program);
+        if self.env_clear {
+            command.env_clear();
+        }
         command
             .args(&self.args)
             .envs(self.envs.iter().map(|(k, v)| (k, v)))

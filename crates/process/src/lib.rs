@@ -8,6 +8,9 @@
 //!   bounded capture of stderr. Its exit is observed on a pidfd without
 //!   reaping it; the group is killed, and only then is the leader reaped,
 //!   so a signal to the group never reaches a process that reused its id.
+//! - [`env`]: what a child run on the model's behalf inherits of Gantry's
+//!   environment (never its secrets), and `$VAR` expansion for the
+//!   environments of servers the user configures.
 //! - [`capture`]: the head-and-tail buffer that keeps a child's output
 //!   bounded, and [`explain`], which quotes the lines of a crash that say
 //!   why.
@@ -39,11 +42,13 @@
 
 pub mod capture;
 pub mod child;
+pub mod env;
 pub mod framing;
 pub mod pending;
 pub mod program;
 
 pub use capture::{Capped, Capture, explain};
 pub use child::{Child, Command, Stderr, Stdout, describe_exit};
+pub use env::{EnvPolicy, EnvPolicySettings, Inherit, expand, expand_env};
 pub use pending::{Closed, Pending, Reply};
 pub use program::{Located, NoBinary, Program, Unusable};
