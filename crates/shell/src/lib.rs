@@ -10,6 +10,7 @@
 //! # }
 //! ```
 
+mod env;
 mod jobs;
 mod output;
 mod process;
@@ -55,18 +56,26 @@ async fn report_progress(
     }
 }
 
-/// The family as the run assembly wires it.
-pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("shell", register);
+/// The family as the run assembly wires it: `shellEnvironmentPolicy`
+/// decides what its commands inherit, and `gantry status` says so.
+pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("shell", register)
+    .settings(&[gantry_process::env::SETTINGS_KEY], env::check)
+    .status(env::status);
 
-/// Adds `shell` with a fresh job table owned by the run.
+/// Adds `shell` with a fresh job table owned by the run, and the
+/// environment policy of the run's settings.
 pub fn register(builder: RunBuilder) -> RunBuilder {
     let jobs = Arc::new(Jobs::default());
-    builder.resource(jobs.clone()).tool(Shell { jobs })
+    let env = env::layered(builder.current_settings()).map(|layered| Arc::new(layered.policy));
+    builder.resource(jobs.clone()).tool(Shell { jobs, env })
 }
 
 /// The `shell` tool.
 pub struct Shell {
     jobs: Arc<Jobs>,
+    /// What commands inherit; a policy the settings got wrong stops
+    /// commands rather than leak what it meant to hide.
+    env: Result<Arc<gantry_process::EnvPolicy>, String>,
 }
 
 /// Parameters of `shell`: either `command` (to start one) or `handle` (to
@@ -185,7 +194,11 @@ impl Tool for Shell {
             )));
         }
         let shown_dir = ctx.run.workspace().display(&dir);
-        let running = process::spawn(&command, &dir)
+        let env = self
+            .env
+            .as_ref()
+            .map_err(|e| ToolError::failed(format!("shell cannot run commands: {e}")))?;
+        let running = process::spawn(&command, &dir, env)
             .map_err(|e| ToolError::failed(format!("cannot start bash: {e}")))?;
 
         if params.is_background == Some(true) {

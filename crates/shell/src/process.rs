@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::ExitStatus;
 
-use gantry_process::{Capture, Child, Command, Stderr, Stdout};
+use gantry_process::{Capture, Child, Command, EnvPolicy, Stderr, Stdout};
 
 use crate::output::{HEAD_BYTES, TAIL_BYTES, render};
 
@@ -19,12 +19,15 @@ pub struct Running {
 }
 
 /// Starts `bash -c command` in `dir` as the leader of a new process group,
-/// stdin closed, stdout and stderr captured together in the order written.
-pub fn spawn(command: &str, dir: &Path) -> std::io::Result<Running> {
+/// stdin closed, stdout and stderr captured together in the order written,
+/// with the environment `env` allows (never Gantry's secrets).
+pub fn spawn(command: &str, dir: &Path, env: &EnvPolicy) -> std::io::Result<Running> {
     let child = Command::new("bash")
         .arg("-c")
         .arg(command)
         .current_dir(dir)
+        .env_clear()
+        .envs(env.environment())
         // Pagers and credential prompts would wait for a person forever.
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")

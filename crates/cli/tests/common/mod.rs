@@ -15,12 +15,26 @@ use serde_json::Value;
 /// leaves word in (`XDG_STATE_HOME`) under `state`; the reply to each, in
 /// order.
 pub fn session(root: &Path, state: &Path, requests: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gantry"))
-        .args(["session", "--approval", "yolo"])
+    session_with(gantry(root, state), root, requests)
+}
+
+/// The binary, run in `root` with Gantry's home (`GANTRY_HOME`: its
+/// `settings.json` is the user level), state and the shared state directory
+/// under `state`; tests add arguments and variables.
+pub fn gantry(root: &Path, state: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gantry"));
+    command
         .current_dir(root)
         .env("GANTRY_STATE_DIR", state.join("state"))
         .env("GANTRY_HOME", state.join("home"))
-        .env("XDG_STATE_HOME", state.join("shared-state"))
+        .env("XDG_STATE_HOME", state.join("shared-state"));
+    command
+}
+
+/// [`session`] through `command` (from [`gantry`], with what a test adds).
+pub fn session_with(mut command: Command, root: &Path, requests: &[Value]) -> Vec<Value> {
+    let mut child = command
+        .args(["session", "--approval", "yolo"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
