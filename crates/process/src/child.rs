@@ -1,12 +1,20 @@
-//! A child in a process group of its own, watched through a pidfd.
+//! A child in a process group of its own, watched through a pidfd, and
+//! run under a [`crate::reaper`] when there is one.
 //!
-//! The group is the unit of cleanup: a language server's node helpers, a
-//! build's compilers and `sleep 100 &` go with their leader. The order is
-//! what makes that safe: the leader's exit is *observed* (`waitid` with
-//! `WNOWAIT` on the pidfd) without reaping it, then the group is killed,
-//! and only then is the leader reaped. An unreaped leader keeps its pid,
-//! and so its group id, from being reused, so a signal to the group can
-//! never reach a stranger's processes.
+//! Under a reaper, the unit of cleanup is every process the command
+//! started, wherever it went (`setsid` included), and also when Gantry
+//! itself is killed: the reaper ends them all before it exits, and
+//! reports the command's status. The process Gantry spawns and watches is
+//! then the reaper; the [`Child`] speaks for the command.
+//!
+//! Without one ([`Command::direct`], or none found), the unit of cleanup
+//! is the group: a language server's node helpers, a build's compilers and
+//! `sleep 100 &` go with their leader. The order is what makes that safe:
+//! the leader's exit is *observed* (`waitid` with `WNOWAIT` on the pidfd)
+//! without reaping it, then the group is killed, and only then is the
+//! leader reaped. An unreaped leader keeps its pid, and so its group id,
+//! from being reused, so a signal to the group can never reach a
+//! stranger's processes.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -26,6 +34,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 
 use crate::capture::Capture;
+use crate::reaper::{self, Control, Reach};
 
 /// Bytes of a child's stderr kept from its start by default: a panic's
 /// message comes before a backtrace long enough to fill any tail.
@@ -93,6 +102,7 @@ pub struct Command {
     stdin: bool,
     stdout: Stdout,
     stderr: Stderr,
+    direct: bool,
 }
 
 impl Command {
@@ -108,6 +118,7 @@ impl Command {
             stdin: false,
             stdout: Stdout::Null,
             stderr: Stderr::default(),
+            direct: false,
         }
     }
 
@@ -178,6 +189,14 @@ impl Command {
         self
     }
 
+    /// Spawns the program itself, not under a reaper: ending it reaches
+    /// its process group only ([`Reach::Group`]), and it survives a killed
+    /// Gantry. For callers that must see the group's own mechanics.
+    pub fn direct(&mut self) -> &mut Self {
+        self.direct = true;
+        self
+    }
+
     /// The program and its arguments, as a person would type them.
     pub fn shown(&self) -> String {
         std::iter::once(&self.program)
@@ -187,16 +206,31 @@ impl Command {
             .join(" ")
     }
 
-    /// Starts the child as the leader of a new process group. Must be
-    /// called inside a tokio runtime: the pidfd and the pipes are
-    /// registered with its reactor, and captures read on its tasks.
+    /// Starts the child as the leader of a new process group, under a
+    /// reaper unless [`Command::direct`] (or none is found: see
+    /// [`crate::reaper`]); returns once the program runs, or with
+    /// the error that kept it from starting. Must be called inside a
+    /// tokio runtime: the pidfd and the pipes are registered with its
+    /// reactor, and captures read on its tasks.
     pub fn spawn(&self) -> io::Result<Child> {
-        let mut command = std::process::Command::new(&self.program);
+        let reaper = if self.direct { None } else { reaper::located() };
+        // The reaper gets the environment, directory and stdio, and hands
+        // them on to the command.
+        let (mut command, setup) = match reaper {
+            Some(reaper) => {
+                let (command, setup) = reaper.command(&self.program, &self.args)?;
+                (command, Some(setup))
+            }
+            None => {
+                let mut command = std::process::Command::new(&self.program);
+                command.args(&self.args);
+                (command, None)
+            }
+        };
         if self.env_clear {
             command.env_clear();
         }
         command
-            .args(&self.args)
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .stdin(if self.stdin {
@@ -233,15 +267,31 @@ impl Command {
                 None
             }
         };
-        let mut spawned = command.spawn()?;
+        let (mut spawned, control) = match setup {
+            Some(setup) => {
+                let (spawned, control) = setup.spawn(&mut command)?;
+                (spawned, Some(control))
+            }
+            None => {
+                let _spawning = reaper::spawning();
+                (command.spawn()?, None)
+            }
+        };
         // Our copies of the write ends close here: the reader sees the end
         // of output once the child's processes have closed theirs.
         drop(command);
-        let leader = Leader::new(spawned.id()).inspect_err(|_| {
-            // Without a pidfd there is no safe way to signal its group
-            // later: end it now, while the pid is surely still its.
-            let _ = spawned.kill();
+        let leader = Leader::new(spawned.id(), control).map_err(|(error, control)| {
+            // Without a pidfd there is no safe way to signal it later: end
+            // it now, while the pid is surely still its (a reaper told to
+            // end its command first, by closing its control socket).
+            match control {
+                Some(control) => drop(control),
+                None => {
+                    let _ = spawned.kill();
+                }
+            }
             let _ = spawned.wait();
+            error
         })?;
         // SAFETY: the leader owns its pidfd for its whole life and always
         // returns that one from `as_raw_fd`.
@@ -275,8 +325,9 @@ impl Command {
     }
 }
 
-/// A running child and its process group. Dropping it kills the group
-/// (and reaps the leader), so a cancelled call leaves nothing behind.
+/// A running child and its process group, or under a reaper every process
+/// it started. Dropping it kills them (and reaps the leader, or has the
+/// reaper do it), so a cancelled call leaves nothing behind.
 pub struct Child {
     leader: AsyncFd<Leader>,
     /// The child's stdin, when [`Command::stdin_piped`] asked for it.
@@ -288,9 +339,19 @@ pub struct Child {
 }
 
 impl Child {
-    /// The leader's pid, which is also the id of its process group.
+    /// The program's pid, which is also the id of its process group.
     pub fn pid(&self) -> u32 {
-        self.leader.get_ref().pid.as_raw_nonzero().get() as u32
+        let leader = self.leader.get_ref();
+        leader.command.unwrap_or(leader.pid).as_raw_nonzero().get() as u32
+    }
+
+    /// How far ending this child reaches: every process it started
+    /// (under a reaper), or its process group.
+    pub fn reach(&self) -> Reach {
+        match self.leader.get_ref().command {
+            Some(_) => Reach::Descendants,
+            None => Reach::Group,
+        }
     }
 
     /// What [`Stdout::Capture`] captured (with stderr, under
@@ -305,7 +366,10 @@ impl Child {
     }
 
     /// Resolves when the leader has exited, with its status. The leader is
-    /// not reaped: its group can still be signalled safely. Any number of
+    /// not reaped: its group can still be signalled safely. Under a
+    /// reaper, resolves once the command has exited and every process it
+    /// started is gone, with the command's status as the reaper reported
+    /// it (an error if the reaper died without reporting). Any number of
     /// tasks may wait at once.
     pub async fn exited(&self) -> io::Result<ExitStatus> {
         loop {
@@ -325,28 +389,31 @@ impl Child {
         self.leader.get_ref().peek()
     }
 
-    /// Sends SIGKILL to the whole group at once, without waiting. Nothing
-    /// is signalled once the leader is reaped.
+    /// Sends SIGKILL to the whole group at once, without waiting (under a
+    /// reaper: asks it to SIGKILL every process the command started).
+    /// Nothing is signalled once the leader is reaped.
     pub fn kill_group(&self) {
-        self.leader.get_ref().signal_group(Signal::KILL);
+        self.leader.get_ref().signal(Signal::KILL);
     }
 
     /// Waits for the leader to exit, kills what it left in its group, and
-    /// reaps it: the one way a child ends in this crate.
+    /// reaps it: the one way a child ends in this crate. (Under a reaper,
+    /// nothing is left: the reaper killed it before it exited.)
     pub async fn wait(&self) -> io::Result<ExitStatus> {
         let status = self.exited().await?;
         let leader = self.leader.get_ref();
-        leader.signal_group(Signal::KILL);
+        leader.signal(Signal::KILL);
         leader.reap()?;
         Ok(status)
     }
 
     /// Stops the child: SIGTERM to the group, at most `grace` for the
-    /// leader to exit, then SIGKILL to the group and the reap. A leader
-    /// that already exited is not asked again.
+    /// leader to exit, then SIGKILL to the group (under a reaper, to every
+    /// process it started) and the reap. A leader that already exited is
+    /// not asked again.
     pub async fn stop(&self, grace: Duration) -> io::Result<ExitStatus> {
         if self.try_exited()?.is_none() {
-            self.leader.get_ref().signal_group(Signal::TERM);
+            self.leader.get_ref().signal(Signal::TERM);
             let _ = tokio::time::timeout(grace, self.exited()).await;
         }
         self.kill_group();
@@ -356,36 +423,54 @@ impl Child {
 
 impl std::fmt::Debug for Child {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Child").field("pid", &self.pid()).finish()
+        f.debug_struct("Child")
+            .field("pid", &self.pid())
+            .field("reach", &self.reach())
+            .finish()
     }
 }
 
-/// The group leader: its pid and pidfd, and whether it was reaped, under
-/// one lock so that no signal goes out after the reap.
+/// The process spawned (the group leader, or the reaper): its pid and
+/// pidfd, and whether it was reaped, under one lock so that no signal goes
+/// out after the reap.
 struct Leader {
     pid: Pid,
     pidfd: OwnedFd,
+    /// The command's pid when `pid` is its reaper.
+    command: Option<Pid>,
     state: Mutex<State>,
 }
 
-#[derive(Default)]
 struct State {
     exit: Option<ExitStatus>,
     reaped: bool,
+    /// The way to the reaper, when there is one.
+    control: Option<Control>,
+    /// The command's status as its reaper reported it.
+    reported: Option<Result<ExitStatus, String>>,
 }
 
 impl Leader {
-    fn new(pid: u32) -> io::Result<Leader> {
-        let pid = i32::try_from(pid)
-            .ok()
-            .and_then(Pid::from_raw)
-            .ok_or_else(|| io::Error::other(format!("spawned process has pid {pid}")))?;
+    fn new(pid: u32, control: Option<Control>) -> Result<Leader, (io::Error, Option<Control>)> {
+        let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+            let error = io::Error::other(format!("spawned process has pid {pid}"));
+            return Err((error, control));
+        };
         // Race-free: the child is ours and unreaped, so the pid is its.
-        let pidfd = pidfd_open(pid, PidfdFlags::empty())?;
+        let pidfd = match pidfd_open(pid, PidfdFlags::empty()) {
+            Ok(pidfd) => pidfd,
+            Err(error) => return Err((error.into(), control)),
+        };
         Ok(Leader {
             pid,
             pidfd,
-            state: Mutex::default(),
+            command: control.as_ref().map(Control::command),
+            state: Mutex::new(State {
+                exit: None,
+                reaped: false,
+                control,
+                reported: None,
+            }),
         })
     }
 
@@ -395,20 +480,40 @@ impl Leader {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The exit status, if the process spawned has exited: its own, or
+    /// the command's as its reaper reported it.
     fn peek(&self) -> io::Result<Option<ExitStatus>> {
         let mut state = self.state();
         if state.exit.is_none() {
             let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
             state.exit = waitid(WaitId::PidFd(self.pidfd.as_fd()), options)?.map(exit_status);
         }
-        Ok(state.exit)
+        let Some(exit) = state.exit else {
+            return Ok(None);
+        };
+        let State {
+            control, reported, ..
+        } = &mut *state;
+        match control {
+            None => Ok(Some(exit)),
+            Some(control) => reported
+                .get_or_insert_with(|| control.report(exit))
+                .clone()
+                .map(Some)
+                .map_err(io::Error::other),
+        }
     }
 
-    fn signal_group(&self, signal: Signal) {
+    /// Signals the group, or asks the reaper to.
+    fn signal(&self, signal: Signal) {
         let state = self.state();
-        if !state.reaped {
+        match &state.control {
+            Some(control) => control.request(signal),
             // ESRCH: every member is gone already.
-            let _ = kill_process_group(self.pid, signal);
+            None if !state.reaped => {
+                let _ = kill_process_group(self.pid, signal);
+            }
+            None => {}
         }
     }
 
@@ -434,7 +539,7 @@ impl AsRawFd for Leader {
 
 impl Drop for Leader {
     fn drop(&mut self) {
-        self.signal_group(Signal::KILL);
+        self.signal(Signal::KILL);
         if matches!(self.reap(), Ok(true) | Err(_)) {
             return;
         }

@@ -11,6 +11,10 @@
 //! - [`env`]: what a child run on the model's behalf inherits of Gantry's
 //!   environment (never its secrets), and `$VAR` expansion for the
 //!   environments of servers the user configures.
+//! - [`reaper`]: the small process each child runs under, which ends
+//!   every process the child started (those that left its group too) when
+//!   it exits, when asked, and when Gantry dies; `gantry-reap`, or the
+//!   `gantry` binary itself.
 //! - [`capture`]: the head-and-tail buffer that keeps a child's output
 //!   bounded, and [`explain`], which quotes the lines of a crash that say
 //!   why.
@@ -46,9 +50,11 @@ pub mod env;
 pub mod framing;
 pub mod pending;
 pub mod program;
+pub mod reaper;
 
 pub use capture::{Capped, Capture, explain};
 pub use child::{Child, Command, Stderr, Stdout, describe_exit};
 pub use env::{EnvPolicy, EnvPolicySettings, Inherit, expand, expand_env};
 pub use pending::{Closed, Pending, Reply};
 pub use program::{Located, NoBinary, Program, Unusable};
+pub use reaper::Reach;
