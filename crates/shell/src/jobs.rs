@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use gantry_core::{Resource, async_trait};
 
 use crate::output::render;
-use crate::process::{Running, describe_status};
+use crate::process::{Running, describe_kill, describe_status};
 
 /// One background command.
 struct Job {
@@ -77,7 +77,14 @@ impl Jobs {
         let mut job = job.lock().await;
         if job.finished.is_none() {
             let status = if kill {
-                Some(job.running.kill().await)
+                let killed = job.running.kill().await;
+                if killed.is_none() {
+                    return Err(format!(
+                        "{handle}: {}; poll it again",
+                        describe_kill(None, job.running.reach())
+                    ));
+                }
+                killed
             } else if job.running.try_status().is_some() {
                 Some(job.running.wait().await)
             } else {
@@ -86,6 +93,10 @@ impl Jobs {
             if let Some(status) = status {
                 let status = status.map_err(|e| format!("cannot collect the job's status: {e}"))?;
                 job.finished = Some((status, job.started.elapsed()));
+                // The last of its output, for this report; a process that
+                // left its group may hold the pipe (without a reaper), and
+                // what it writes later comes with later polls.
+                let _ = job.running.rest_of_output().await;
             }
         }
         let output = render(&job.running.output().lock().take());
@@ -114,7 +125,8 @@ impl Resource for Jobs {
         for job in jobs {
             let job = job.lock().await;
             if job.finished.is_none() {
-                let _ = tokio::time::timeout(Duration::from_secs(5), job.running.kill()).await;
+                // Bounded: a process stuck in the kernel is not waited for.
+                let _ = job.running.kill().await;
             }
         }
     }

@@ -214,29 +214,32 @@ impl Tool for Shell {
         let timeout =
             Duration::from_secs(params.timeout.unwrap_or(DEFAULT_TIMEOUT).min(MAX_TIMEOUT));
         // If the pipeline drops this future (cancellation), dropping
-        // `running` kills the group.
+        // `running` kills the group (under a reaper, every process it
+        // started).
         let started = Instant::now();
         let finished = tokio::select! {
             finished = tokio::time::timeout(timeout, running.wait()) => finished,
             never = report_progress(&ctx, &command, running.output(), started) => match never {},
         };
-        if finished.is_err() {
-            let _ = running.kill().await;
-        }
-        let output = running.output_text();
-        let status = match finished {
-            Ok(status) => status?,
-            Err(_) => {
-                return Err(ToolError::failed(format!(
-                    "`{command}` timed out after {} s; it and every process it started were killed. \
-                     For long-running commands use is_background, or a larger timeout (max {MAX_TIMEOUT}).\n\
-                     Output before the timeout:\n{output}",
-                    timeout.as_secs(),
-                )));
-            }
+        let Ok(status) = finished else {
+            let killed = running.kill().await;
+            let unread = running.rest_of_output().await;
+            let output = running.output_text();
+            return Err(ToolError::failed(format!(
+                "`{command}` timed out after {} s; {}. For long-running commands use \
+                 is_background, or a larger timeout (max {MAX_TIMEOUT}).\n\
+                 Output before the timeout:\n{output}{unread}",
+                timeout.as_secs(),
+                process::describe_kill(killed, running.reach()),
+            )));
         };
+        let status = status?;
+        // A process that outlived the command may hold the pipe: the
+        // command's own status is not held hostage to it.
+        let unread = running.rest_of_output().await;
+        let output = running.output_text();
         Ok(ToolResult::text(format!(
-            "$ {command}\n{output}\n[{} after {:.1} s, in {shown_dir}]",
+            "$ {command}\n{output}{unread}\n[{} after {:.1} s, in {shown_dir}]",
             process::describe_status(status),
             started.elapsed().as_secs_f64()
         )))

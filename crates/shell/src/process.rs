@@ -1,13 +1,18 @@
-//! A bash command in its own process group, with its output captured.
+//! A bash command in its own process group, under a reaper, with its
+//! output captured.
 //!
-//! The group is the unit of cleanup: a timeout, a cancellation, a kill or
-//! the end of the run signal the whole group, so a grandchild (`make -j`,
-//! `npm test` spawning workers, `sleep 100 &`) goes with its parent.
+//! Every process the command started is the unit of cleanup: a timeout, a
+//! cancellation, a kill, the end of the run or Gantry's own death ends
+//! them all, so a grandchild (`make -j`, `npm test` spawning workers,
+//! `sleep 100 &`, `setsid server &`) goes with its parent. Without a
+//! reaper (see `gantry_process::reaper`), only the group is reached, and
+//! what the tool says claims no more.
 
 use std::path::Path;
 use std::process::ExitStatus;
+use std::time::Duration;
 
-use gantry_process::{Capture, Child, Command, EnvPolicy, Stderr, Stdout};
+use gantry_process::{Capture, Child, Command, EnvPolicy, Reach, Stderr, Stdout};
 
 use crate::output::{HEAD_BYTES, TAIL_BYTES, render};
 
@@ -54,13 +59,29 @@ impl Running {
             .expect("spawn captures the output of every command")
     }
 
-    /// Waits for the leader to exit; what it left running in its group
-    /// goes then, the pipe closes with it, and the rest of the output is
-    /// collected.
+    /// Waits for the command to exit; what it left running goes then
+    /// (under a reaper, before this returns), and the pipe closes with it
+    /// unless a process that left the group holds it: see
+    /// [`Running::rest_of_output`].
     pub async fn wait(&self) -> std::io::Result<ExitStatus> {
-        let status = self.child.wait().await?;
-        self.output().finished().await;
-        Ok(status)
+        self.child.wait().await
+    }
+
+    /// Waits, at most [`OUTPUT_AFTER_EXIT`], for the rest of the output
+    /// of a command that has ended: a process that outlived it (one that
+    /// left the group, without a reaper) can hold the pipe for as long as
+    /// it likes. Empty when everything was read, else a note saying why
+    /// not, to follow the output.
+    pub async fn rest_of_output(&self) -> &'static str {
+        match tokio::time::timeout(OUTPUT_AFTER_EXIT, self.output().finished()).await {
+            Ok(()) => "",
+            Err(_) => "\n[output after exit not read: a background process still held it]",
+        }
+    }
+
+    /// How far killing the command reaches.
+    pub fn reach(&self) -> Reach {
+        self.child.reach()
     }
 
     /// Everything captured so far, or `(no output)`.
@@ -83,10 +104,39 @@ impl Running {
         self.child.kill_group();
     }
 
-    /// Kills the group and waits for the leader.
-    pub async fn kill(&self) -> std::io::Result<ExitStatus> {
+    /// Kills the group (under a reaper, every process the command started)
+    /// and waits, at most [`KILL_BOUND`], for it to be gone: `None` if it
+    /// was not by then (a process stuck in the kernel cannot die).
+    pub async fn kill(&self) -> Option<std::io::Result<ExitStatus>> {
         self.kill_group();
-        self.wait().await
+        tokio::time::timeout(KILL_BOUND, self.wait()).await.ok()
+    }
+}
+
+/// How long output is still read once the command has exited (or was
+/// killed): what its processes wrote before they ended is in the pipe by
+/// then, and a process that holds the pipe past that is not waited for.
+pub const OUTPUT_AFTER_EXIT: Duration = Duration::from_millis(300);
+
+/// How long a killed command may take to be gone: SIGKILL ends a process
+/// at once unless it is stuck in the kernel. With [`OUTPUT_AFTER_EXIT`],
+/// a timed-out call returns within a second of its timeout.
+pub const KILL_BOUND: Duration = Duration::from_millis(500);
+
+/// What became of a command that was killed, in words for the model,
+/// claiming no more than is known: every process it started under a
+/// reaper, its process group without one.
+pub fn describe_kill(killed: Option<std::io::Result<ExitStatus>>, reach: Reach) -> String {
+    match (killed, reach) {
+        (Some(Ok(_)), Reach::Descendants) => "it and every process it started were killed".into(),
+        (Some(Ok(_)), Reach::Group) => "it and every process in its process group were killed \
+             (no reaper was found, so a process that left the group, e.g. with setsid, may still run)"
+            .into(),
+        (Some(Err(e)), _) => format!("it was killed, but what became of it is unknown: {e}"),
+        (None, _) => format!(
+            "it was sent SIGKILL but had not ended {:.1} s later",
+            KILL_BOUND.as_secs_f64()
+        ),
     }
 }
 
