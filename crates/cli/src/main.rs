@@ -117,6 +117,11 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    // `gantry __reap -- COMMAND`: this binary is also the reaper every
+    // command runs under, so an installed Gantry needs no second binary.
+    // First, before arguments are parsed or a thread starts.
+    gantry_process::reaper::run_if_invoked();
+    gantry_process::reaper::use_current_exe();
     let cli = Cli::parse();
     if let Err(error) = init_logging(&cli) {
         eprintln!("gantry: {error:#}");
