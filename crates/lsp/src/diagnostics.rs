@@ -1,13 +1,15 @@
 //! Diagnostics: fetching them for a file (pull where offered, else the
 //! publish for the current version), the per-run ledger that decides what
-//! a write introduced, and the after-write hook every writer goes
-//! through.
+//! a write introduced, and the write hook every writer goes through
+//! (which also reaches the files a write can break: see [`crate::dependents`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use gantry_core::lock;
 use gantry_core::write::ChangeKind;
 use gantry_core::{Applied, ChangeSet, Run, WriteHook, async_trait};
 use lsp_types::request::DocumentDiagnosticRequest;
@@ -19,6 +21,7 @@ use lsp_types::{
 use tokio::time::Instant;
 
 use crate::convert::{LineIndex, path_to_uri};
+use crate::dependents::{self, Found};
 use crate::server::Server;
 use crate::supervisor::{Supervisor, Unavailable};
 
@@ -90,6 +93,12 @@ impl Ledger {
     /// Whether `path` has a baseline.
     pub fn has(&self, path: &Path) -> bool {
         self.files.contains_key(path)
+    }
+
+    /// Forgets `path` (closed in its server): when it opens again, what it
+    /// has then is the baseline.
+    pub fn forget(&mut self, path: &Path) {
+        self.files.remove(path);
     }
 
     /// Takes `items` as the baseline of `path` unless it has one.
@@ -175,23 +184,44 @@ async fn pull(server: &Server, path: &Path, deadline: Instant) -> Option<Vec<Dia
     }
 }
 
+/// Why a file's diagnostics are in a write's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The write changed it.
+    Written,
+    /// The run has it open.
+    Open,
+    /// Opened for the write: it uses what the write changed.
+    Dependent,
+}
+
 /// One file's diagnostics after a write.
 struct Arrived {
     path: PathBuf,
     items: Vec<Diagnostic>,
-    written: bool,
+    role: Role,
 }
 
-/// Tells `server` about the written files and collects diagnostics until
-/// `deadline`: for each written file, the pull or the publish for the
-/// written version (or, without versions, the first publish after the
-/// change); then at most [`QUIET_WINDOW`] of quiet for other open files.
-/// Returns what arrived and the written files still missing.
-async fn collect(
-    server: &Arc<Server>,
-    written: &[(PathBuf, Option<Vec<u8>>)],
-    deadline: Instant,
-) -> (Vec<Arrived>, Vec<PathBuf>) {
+/// The role of a file the write did not change: opened for it, or the
+/// run's own.
+async fn role_of(server: &Server, path: &Path) -> Role {
+    if server.is_borrowed(path).await {
+        Role::Dependent
+    } else {
+        Role::Open
+    }
+}
+
+/// What telling a server about a write left to wait for.
+struct Synced {
+    /// The publish sequence number before the write reached the server.
+    seq_before: u64,
+    /// The written files it has, with the version sent.
+    versions: Vec<(PathBuf, i32)>,
+}
+
+/// Tells `server` about the written files.
+async fn sync(server: &Server, written: &[(PathBuf, Option<Vec<u8>>)]) -> Synced {
     let seq_before = server.observed().seq();
     let mut versions = Vec::new();
     for (path, content) in written {
@@ -199,14 +229,44 @@ async fn collect(
             versions.push((path.clone(), version));
         }
     }
+    Synced {
+        seq_before,
+        versions,
+    }
+}
+
+/// What arrived from one server after a write, and what did not.
+#[derive(Default)]
+struct Gathered {
+    arrived: Vec<Arrived>,
+    /// Written files whose diagnostics did not come in time.
+    missing: Vec<PathBuf>,
+    /// Files using what changed whose diagnostics did not come in time.
+    late_dependents: Vec<PathBuf>,
+}
+
+/// Collects diagnostics until `deadline`: for each written file, the pull
+/// or the publish for the written version (or, without versions, the
+/// first publish after the change); for each of `dependents`, the first
+/// publish after the change (or its pull); then at most [`QUIET_WINDOW`]
+/// of quiet for other open files.
+async fn gather(
+    server: &Arc<Server>,
+    synced: &Synced,
+    dependents: &[PathBuf],
+    deadline: Instant,
+) -> Gathered {
+    let (seq_before, versions) = (synced.seq_before, &synced.versions);
+    let mut out = Gathered::default();
     if server.pulls_diagnostics() {
-        let mut arrived = Vec::new();
-        let mut missing = Vec::new();
-        let mut targets: Vec<(PathBuf, bool)> =
-            versions.iter().map(|(p, _)| (p.clone(), true)).collect();
+        let mut targets: Vec<(PathBuf, Role)> = versions
+            .iter()
+            .map(|(p, _)| (p.clone(), Role::Written))
+            .collect();
         for path in server.open_paths().await {
             if !targets.iter().any(|(p, _)| *p == path) {
-                targets.push((path, false));
+                let role = role_of(server, &path).await;
+                targets.push((path, role));
             }
         }
         // All pulls in flight at once: the slowest bounds the wait.
@@ -216,36 +276,33 @@ async fn collect(
             pulls.spawn(async move { (index, pull(&server, &path, deadline).await) });
         }
         let mut results = vec![None; targets.len()];
-        while let Some(Ok((index, items))) = pulls.join_next().await {
-            results[index] = items;
+        while let Some(joined) = pulls.join_next().await {
+            if let Ok((index, items)) = joined {
+                results[index] = items;
+            }
         }
-        for ((path, written), items) in targets.into_iter().zip(results) {
+        for ((path, role), items) in targets.into_iter().zip(results) {
             match items {
-                Some(items) => arrived.push(Arrived {
-                    path,
-                    items,
-                    written,
-                }),
-                None if written => missing.push(path),
+                Some(items) => out.arrived.push(Arrived { path, items, role }),
+                None if role == Role::Written => out.missing.push(path),
+                None if dependents.contains(&path) => out.late_dependents.push(path),
                 None => {}
             }
         }
-        return (arrived, missing);
+        return out;
     }
     let mut events = server.observed().events();
-    let fresh = |path: &Path, version: i32| {
+    let fresh = |path: &Path, version: Option<i32>| {
         server
             .observed()
             .published(path)
-            .is_some_and(|p| match p.version {
-                Some(v) => v >= version,
-                None => p.seq > seq_before,
+            .is_some_and(|p| match (p.version, version) {
+                (Some(v), Some(version)) => v >= version,
+                _ => p.seq > seq_before,
             })
     };
-    loop {
-        if versions.iter().all(|(path, v)| fresh(path, *v)) {
-            break;
-        }
+    let started = Instant::now();
+    while !versions.iter().all(|(path, v)| fresh(path, Some(*v))) {
         if tokio::time::timeout_at(deadline, events.changed())
             .await
             .map_or(true, |r| r.is_err())
@@ -253,10 +310,39 @@ async fn collect(
             break;
         }
     }
-    // Follow-ups for other files (a broken caller) come soon after.
+    // The files using what changed are checked after the written ones,
+    // each taking about as long: waited for while publishes keep coming,
+    // up to twice what the written files took without one (a server that
+    // sees nothing to recheck in a file publishes nothing for it).
+    let open = server.open_paths().await;
+    let dependents: Vec<&PathBuf> = dependents.iter().filter(|p| open.contains(p)).collect();
+    let patience = (started.elapsed() * 2).max(QUIET_WINDOW);
+    let mut last_seq = server.observed().seq();
+    let mut quiet_until = (Instant::now() + patience).min(deadline);
+    while !dependents.iter().all(|path| fresh(path, None)) {
+        if tokio::time::timeout_at(quiet_until, events.changed())
+            .await
+            .map_or(true, |r| r.is_err())
+        {
+            break;
+        }
+        let seq = server.observed().seq();
+        if seq != last_seq {
+            last_seq = seq;
+            quiet_until = (Instant::now() + patience).min(deadline);
+        }
+    }
+    // Follow-ups for other open files (a broken caller) come soon after;
+    // none can once every open file has published since the write.
+    let settled = || {
+        open.iter().all(|path| {
+            let version = versions.iter().find(|(p, _)| p == path).map(|(_, v)| *v);
+            fresh(path, version)
+        })
+    };
     let mut last_seq = server.observed().seq();
     let mut quiet_until = (Instant::now() + QUIET_WINDOW).min(deadline);
-    while Instant::now() < quiet_until {
+    while Instant::now() < quiet_until && !settled() {
         if tokio::time::timeout_at(quiet_until, events.changed())
             .await
             .map_or(true, |r| r.is_err())
@@ -269,41 +355,44 @@ async fn collect(
             quiet_until = (Instant::now() + QUIET_WINDOW).min(deadline);
         }
     }
-    let mut arrived = Vec::new();
-    let mut missing = Vec::new();
-    for (path, version) in &versions {
-        if fresh(path, *version) {
+    for (path, version) in versions {
+        if fresh(path, Some(*version)) {
             let items = server
                 .observed()
                 .published(path)
                 .map(|p| p.items)
                 .unwrap_or_default();
-            arrived.push(Arrived {
+            out.arrived.push(Arrived {
                 path: path.clone(),
                 items,
-                written: true,
+                role: Role::Written,
             });
         } else {
-            missing.push(path.clone());
+            out.missing.push(path.clone());
         }
     }
-    let open = server.open_paths().await;
     for (path, published) in server.observed().published_since(seq_before) {
         if open.contains(&path) && !versions.iter().any(|(p, _)| *p == path) {
-            arrived.push(Arrived {
+            let role = role_of(server, &path).await;
+            out.arrived.push(Arrived {
                 path,
                 items: published.items,
-                written: false,
+                role,
             });
         }
     }
-    (arrived, missing)
+    for path in dependents {
+        if !out.arrived.iter().any(|a| a.path == *path) {
+            out.late_dependents.push(path.clone());
+        }
+    }
+    out
 }
 
-/// Runs the written files through the ledger and words the result.
+/// Runs the files through the ledger and words the result.
 fn report(supervisor: &Supervisor, arrived: &[Arrived]) -> Option<String> {
-    let mut introduced: BTreeMap<PathBuf, (bool, Vec<Diagnostic>)> = BTreeMap::new();
-    let mut unbased: BTreeMap<PathBuf, Vec<Diagnostic>> = BTreeMap::new();
+    let mut introduced: BTreeMap<PathBuf, (Role, Vec<Diagnostic>)> = BTreeMap::new();
+    let mut unbased: BTreeMap<PathBuf, (Role, Vec<Diagnostic>)> = BTreeMap::new();
     {
         let mut ledger = supervisor
             .inner
@@ -313,21 +402,25 @@ fn report(supervisor: &Supervisor, arrived: &[Arrived]) -> Option<String> {
         for file in arrived {
             match ledger.update(&file.path, &file.items) {
                 Delta::New(new) if !new.is_empty() => {
-                    introduced.insert(file.path.clone(), (file.written, new));
+                    introduced.insert(file.path.clone(), (file.role, new));
                 }
                 Delta::NoBaseline(all) if !all.is_empty() => {
-                    unbased.insert(file.path.clone(), all);
+                    unbased.insert(file.path.clone(), (file.role, all));
                 }
                 _ => {}
             }
         }
     }
+    let note = |role: Role| match role {
+        Role::Written => "",
+        Role::Open => " (another open file)",
+        Role::Dependent => " (uses what the write changed)",
+    };
     let mut out = String::new();
     if !introduced.is_empty() {
         out.push_str("the write succeeded; it introduced these problems:\n");
-        for (path, (written, items)) in &introduced {
-            let note = if *written { "" } else { " (another open file)" };
-            out.push_str(&render_file(supervisor, path, note, items));
+        for (path, (role, items)) in &introduced {
+            out.push_str(&render_file(supervisor, path, note(*role), items));
         }
     }
     if !unbased.is_empty() {
@@ -337,8 +430,8 @@ fn report(supervisor: &Supervisor, arrived: &[Arrived]) -> Option<String> {
         out.push_str(
             "problems in this file after the write (no earlier diagnostics of it to compare with, so some may be older):\n",
         );
-        for (path, items) in &unbased {
-            out.push_str(&render_file(supervisor, path, "", items));
+        for (path, (role, items)) in &unbased {
+            out.push_str(&render_file(supervisor, path, note(*role), items));
         }
     }
     (!out.is_empty()).then(|| out.trim_end().to_string())
@@ -382,16 +475,88 @@ pub fn render_file(
     out
 }
 
-/// The after-write hook: syncs written files to their servers and appends
-/// the problems the write introduced.
+/// What a write's before-write step prepared for its after-write step.
+struct Prepared {
+    /// The write's one deadline, from before the lookup.
+    deadline: Instant,
+    /// The write's number.
+    write: u64,
+    /// The files it can break, opened in their servers.
+    found: Found,
+}
+
+/// The write hook: before a write, finds and opens the files it can break
+/// (so what they had is the baseline); after it, syncs the written files
+/// to their servers and appends the problems the write introduced, in the
+/// written files and in those.
 pub struct DiagnosticsHook {
     supervisor: Supervisor,
+    /// Filled by `before_write`, taken by the `after_write` of the same
+    /// write: a run's writes never overlap.
+    prepared: Mutex<Option<Prepared>>,
 }
 
 impl DiagnosticsHook {
     /// A hook reporting through `supervisor`.
     pub fn new(supervisor: Supervisor) -> Self {
-        DiagnosticsHook { supervisor }
+        DiagnosticsHook {
+            supervisor,
+            prepared: Mutex::default(),
+        }
+    }
+
+    /// Opens the files found in their servers; those opened now get their
+    /// current problems as the ledger's baseline, waited for until
+    /// `deadline`, so only what the write adds there is reported.
+    async fn open_dependents(&self, found: &Found, write: u64, deadline: Instant) {
+        let mut opened = Vec::new();
+        for (server, path) in &found.files {
+            let seq = server.observed().seq();
+            if let Ok(true) = server.open_borrowed(path, write).await {
+                lock(&self.supervisor.inner.ledger).forget(path);
+                opened.push((server.clone(), path.clone(), seq));
+            }
+        }
+        let mut baselines = tokio::task::JoinSet::new();
+        for (server, path, seq) in opened {
+            baselines.spawn(async move {
+                let items = if server.pulls_diagnostics() {
+                    pull(&server, &path, deadline).await
+                } else {
+                    published_after(&server, &path, seq, deadline).await
+                };
+                (path, items)
+            });
+        }
+        while let Some(joined) = baselines.join_next().await {
+            if let Ok((path, Some(items))) = joined {
+                lock(&self.supervisor.inner.ledger).seed(&path, &items);
+            }
+        }
+    }
+}
+
+/// The first publish for `path` after sequence number `seq`, waited for
+/// until `deadline`.
+async fn published_after(
+    server: &Server,
+    path: &Path,
+    seq: u64,
+    deadline: Instant,
+) -> Option<Vec<Diagnostic>> {
+    let mut events = server.observed().events();
+    loop {
+        if let Some(published) = server.observed().published(path)
+            && published.seq > seq
+        {
+            return Some(published.items);
+        }
+        if tokio::time::timeout_at(deadline, events.changed())
+            .await
+            .map_or(true, |r| r.is_err())
+        {
+            return None;
+        }
     }
 }
 
@@ -408,80 +573,175 @@ fn written_files(applied: &Applied) -> Vec<(PathBuf, Option<Vec<u8>>)> {
     files
 }
 
+/// How long files opened for a write stay open when no later write comes.
+const BORROWED_IDLE: Duration = Duration::from_secs(120);
+
 #[async_trait]
 impl WriteHook for DiagnosticsHook {
     async fn before_write(&self, _run: &Run, changes: &ChangeSet) {
+        let sup = &self.supervisor;
+        let deadline = Instant::now() + sup.config().diagnostics_deadline;
+        let write = sup.inner.writes.fetch_add(1, Ordering::SeqCst) + 1;
         for change in changes.changes() {
-            self.supervisor.touch_for_write(change.path());
+            sup.touch_for_write(change.path());
         }
+        let found = if sup.config().dependents {
+            dependents::find(sup, changes, sup.config().dependents_cap, deadline).await
+        } else {
+            Found::default()
+        };
+        self.open_dependents(&found, write, deadline).await;
         // What servers last published is the baseline of files the run has
         // not seen diagnostics for yet; no write waits for one.
-        let mut ledger = self
-            .supervisor
-            .inner
-            .ledger
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        for server in self.supervisor.running() {
-            for change in changes.changes() {
-                if let Some(published) = server.observed().published(change.source()) {
-                    ledger.seed(change.source(), &published.items);
+        {
+            let mut ledger = lock(&sup.inner.ledger);
+            for server in sup.running() {
+                for change in changes.changes() {
+                    if let Some(published) = server.observed().published(change.source()) {
+                        ledger.seed(change.source(), &published.items);
+                    }
+                }
+                for (path, published) in server.observed().published_since(0) {
+                    ledger.seed(&path, &published.items);
                 }
             }
-            for (path, published) in server.observed().published_since(0) {
-                ledger.seed(&path, &published.items);
-            }
         }
+        *lock(&self.prepared) = Some(Prepared {
+            deadline,
+            write,
+            found,
+        });
     }
 
     async fn after_write(&self, run: &Run, applied: &Applied) -> Option<String> {
-        let deadline = Instant::now() + self.supervisor.config().diagnostics_deadline;
-        let mut by_server: Vec<(Arc<Server>, Vec<(PathBuf, Option<Vec<u8>>)>)> = Vec::new();
-        let mut late: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
+        let sup = &self.supervisor;
+        let prepared = lock(&self.prepared).take();
+        let (deadline, write, found) = match prepared {
+            Some(p) => (p.deadline, p.write, p.found),
+            None => (
+                Instant::now() + sup.config().diagnostics_deadline,
+                sup.inner.writes.load(Ordering::SeqCst),
+                Found::default(),
+            ),
+        };
+        type Files = Vec<(PathBuf, Option<Vec<u8>>)>;
+        let mut by_server: Vec<(Arc<Server>, Files, Vec<PathBuf>)> = Vec::new();
+        let mut late: Files = Vec::new();
         for (path, content) in written_files(applied) {
-            let server = tokio::time::timeout_at(deadline, self.supervisor.server_for(&path)).await;
+            if content.is_none() {
+                sup.inner.symbols.forget(&path);
+            }
+            let server = tokio::time::timeout_at(deadline, sup.server_for(&path)).await;
             match server {
-                Ok(Ok(server)) => match by_server.iter_mut().find(|(s, _)| Arc::ptr_eq(s, &server))
-                {
-                    Some((_, files)) => files.push((path, content)),
-                    None => by_server.push((server, vec![(path, content)])),
-                },
+                Ok(Ok(server)) => {
+                    match by_server
+                        .iter_mut()
+                        .find(|(s, _, _)| Arc::ptr_eq(s, &server))
+                    {
+                        Some((_, files, _)) => files.push((path, content)),
+                        None => by_server.push((server, vec![(path, content)], Vec::new())),
+                    }
+                }
                 Ok(Err(Unavailable::NoServer(_) | Unavailable::Down(_))) => {}
                 Err(_) => late.push((path, content)),
             }
         }
+        for (server, path) in &found.files {
+            if by_server
+                .iter()
+                .any(|(_, files, _)| files.iter().any(|(p, _)| p == path))
+            {
+                continue;
+            }
+            match by_server
+                .iter_mut()
+                .find(|(s, _, _)| Arc::ptr_eq(s, server))
+            {
+                Some((_, _, dependents)) => dependents.push(path.clone()),
+                None => by_server.push((server.clone(), Vec::new(), vec![path.clone()])),
+            }
+        }
+        let mut synced = Vec::new();
+        for (server, files, _) in &by_server {
+            synced.push(sync(server, files).await);
+        }
         let mut arrived = Vec::new();
         let mut missing: Vec<(Arc<Server>, PathBuf)> = Vec::new();
-        for (server, files) in &by_server {
-            let (got, lost) = collect(server, files, deadline).await;
-            arrived.extend(got);
-            missing.extend(lost.into_iter().map(|p| (server.clone(), p)));
+        let mut late_dependents: Vec<(Arc<Server>, PathBuf, u64)> = Vec::new();
+        for ((server, _, dependents), synced) in by_server.iter().zip(&synced) {
+            let got = gather(server, synced, dependents, deadline).await;
+            arrived.extend(got.arrived);
+            missing.extend(got.missing.into_iter().map(|p| (server.clone(), p)));
+            late_dependents.extend(
+                got.late_dependents
+                    .into_iter()
+                    .map(|p| (server.clone(), p, synced.seq_before)),
+            );
         }
-        let mut text = report(&self.supervisor, &arrived);
+        let mut lines: Vec<String> = report(sup, &arrived).into_iter().collect();
+        if found.beyond_cap > 0 {
+            let cap = sup.config().dependents_cap;
+            lines.push(format!(
+                "{} files use what the write changed; only the first {cap} were checked (the cap is {cap}: setting lsp.dependentsCap)",
+                cap + found.beyond_cap
+            ));
+        }
+        let seconds = sup.config().diagnostics_deadline.as_secs_f64();
         if !missing.is_empty() || !late.is_empty() {
             let names: Vec<String> = missing
                 .iter()
                 .map(|(_, p)| p)
                 .chain(late.iter().map(|(p, _)| p))
-                .map(|p| self.supervisor.display(p))
+                .map(|p| sup.display(p))
                 .collect();
-            let line = format!(
-                "diagnostics for {} did not arrive within {:.1} s; they will follow as a run notice",
+            lines.push(format!(
+                "diagnostics for {} did not arrive within {seconds:.1} s; they will follow as a run notice",
                 names.join(", "),
-                self.supervisor.config().diagnostics_deadline.as_secs_f64()
-            );
-            text = Some(match text {
-                Some(text) => format!("{text}\n{line}"),
-                None => line,
-            });
+            ));
+        }
+        if !late_dependents.is_empty() {
+            let names: Vec<String> = late_dependents
+                .iter()
+                .map(|(_, p, _)| sup.display(p))
+                .collect();
+            lines.push(format!(
+                "{} (using what the write changed) not checked again within the {seconds:.1} s deadline; problems found there later come as a run notice",
+                names.join(", "),
+            ));
+        }
+        if !missing.is_empty() || !late.is_empty() || !late_dependents.is_empty() {
             tokio::spawn(follow_up(
-                self.supervisor.clone(),
+                sup.clone(),
                 run.clone(),
                 missing,
                 late,
+                late_dependents,
             ));
         }
-        text
+        // The declarations of what was written, for the next write: asked
+        // once the server has checked it, so the question does not hold
+        // up the checking.
+        for (server, files, _) in &by_server {
+            for (path, content) in files {
+                if let Some(content) = content {
+                    sup.learn_symbols(server, path, &String::from_utf8_lossy(content));
+                }
+            }
+        }
+        // Files opened for earlier writes and not needed by this one.
+        sup.close_borrowed_before(write).await;
+        tokio::spawn(close_when_idle(Arc::downgrade(&sup.inner), write));
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    }
+}
+
+/// Closes the files opened for write number `write` when no write came
+/// after it for [`BORROWED_IDLE`].
+async fn close_when_idle(inner: std::sync::Weak<crate::supervisor::Inner>, write: u64) {
+    tokio::time::sleep(BORROWED_IDLE).await;
+    let Some(inner) = inner.upgrade() else { return };
+    if inner.writes.load(Ordering::SeqCst) == write {
+        Supervisor { inner }.close_borrowed_before(write + 1).await;
     }
 }
 
@@ -492,6 +752,7 @@ async fn follow_up(
     run: Run,
     missing: Vec<(Arc<Server>, PathBuf)>,
     late: Vec<(PathBuf, Option<Vec<u8>>)>,
+    dependents: Vec<(Arc<Server>, PathBuf, u64)>,
 ) {
     let deadline = Instant::now() + LATE_BOUND;
     let mut arrived = Vec::new();
@@ -500,7 +761,7 @@ async fn follow_up(
             arrived.push(Arrived {
                 path,
                 items,
-                written: true,
+                role: Role::Written,
             });
         }
     }
@@ -509,8 +770,21 @@ async fn follow_up(
         else {
             continue;
         };
-        let (got, _) = collect(&server, &[(path, content)], deadline).await;
-        arrived.extend(got);
+        let files = [(path, content)];
+        let synced = sync(&server, &files).await;
+        let got = gather(&server, &synced, &[], deadline).await;
+        arrived.extend(got.arrived);
+    }
+    for (server, path, seq) in dependents {
+        let items = if server.pulls_diagnostics() {
+            pull(&server, &path, deadline).await
+        } else {
+            published_after(&server, &path, seq, deadline).await
+        };
+        if let Some(items) = items {
+            let role = role_of(&server, &path).await;
+            arrived.push(Arrived { path, items, role });
+        }
     }
     if let Some(text) = report(&supervisor, &arrived) {
         run.notify(format!("late diagnostics of an earlier write: {text}"));

@@ -35,6 +35,7 @@
 mod checker;
 pub mod client;
 pub mod convert;
+mod dependents;
 mod diagnostics;
 pub mod locate;
 mod rename;
@@ -95,8 +96,9 @@ impl gantry_core::Family for LspFamily {
 const SETTINGS_SECTION: &str = "lsp";
 
 /// Wires the family into a run: the supervisor (owned by the run, so every
-/// server ends with it), `lsp`, `lsp_rename`, and the after-write hook
-/// that reports new diagnostics for every writer.
+/// server ends with it), `lsp`, `lsp_rename`, and the write hook that
+/// reports, for every writer, the problems a write introduced in the files
+/// it changed and in those using what it changed.
 ///
 /// A malformed `lsp` settings section is logged and the defaults are used:
 /// the tools stay on the surface, and `lsp status` shows the table in

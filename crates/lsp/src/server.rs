@@ -21,14 +21,18 @@ use lsp_types::{
     FileChangeType, FileEvent, TextDocumentContentChangeEvent, TextDocumentIdentifier,
     TextDocumentItem, VersionedTextDocumentIdentifier,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::BufReader;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::client::Client;
 use crate::convert::{path_to_uri, uri_to_path};
 use crate::servers::{ServerSpec, language_of};
-use crate::transport::{Incoming, RequestHandler, RpcError, Transport};
+use crate::transport::{Incoming, Observer, RequestHandler, RpcError, Transport};
+
+/// How soon after a close the server's empty publish for the file comes.
+const CLOSE_PUBLISH: Duration = Duration::from_secs(5);
 
 /// A set of diagnostics a server published for one file.
 #[derive(Debug, Clone)]
@@ -41,16 +45,51 @@ pub struct Published {
     pub seq: u64,
 }
 
-/// What the notification pump learns; read by requests and the write hook.
+/// One work-done progress a server reported and has not ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Progress {
+    title: String,
+    message: Option<String>,
+    percentage: Option<u32>,
+}
+
+impl Progress {
+    /// `indexing: 40 %`, `initializing JS/TS language features…`.
+    fn describe(&self) -> String {
+        let mut title = self.title.clone();
+        // "Initializing …" reads as "still initializing …".
+        if let Some(first) = title.chars().next()
+            && title.chars().nth(1).is_some_and(char::is_lowercase)
+        {
+            title.replace_range(..first.len_utf8(), &first.to_lowercase().to_string());
+        }
+        match self.percentage {
+            Some(percentage) => format!("{title}: {percentage} %"),
+            None => title,
+        }
+    }
+}
+
+/// What the notification observer learns; read by requests and the write
+/// hook. Updated on the transport's reader task, so it is never behind an
+/// answer the server sent after it.
 #[derive(Default)]
 pub struct Observed {
     warming: Option<String>,
     warm: AtomicBool,
-    progress: Mutex<HashMap<String, String>>,
+    progress: Mutex<HashMap<String, Progress>>,
+    /// Whether any progress ever ended: clangd's background index says
+    /// when it has gone through the project once.
+    progress_ended: AtomicBool,
     quiescent: Mutex<Option<bool>>,
     diagnostics: Mutex<HashMap<PathBuf, Published>>,
+    /// Files closed a moment ago: servers clear a closed file's
+    /// diagnostics with an empty publish, which must not become the
+    /// baseline if the file opens again.
+    closing: Mutex<HashMap<PathBuf, Instant>>,
     watchers: Mutex<Vec<GlobMatcher>>,
     pull_registered: AtomicBool,
+    pull_workspace: AtomicBool,
     seq: AtomicU64,
     events: watch::Sender<u64>,
 }
@@ -69,19 +108,33 @@ impl Observed {
         !self.warm.load(Ordering::SeqCst)
     }
 
-    /// What the server is busy with, if it said so: an open work-done
-    /// progress, or rust-analyzer not yet quiescent.
+    /// What the server is busy with, if it said so, worded to follow
+    /// "still": an open work-done progress with its percentage
+    /// (`indexing: 40 %`), or the workspace still loading.
     pub fn indexing(&self) -> Option<String> {
         if self.warming() {
             return Some("loading the workspace".into());
         }
-        if let Some(title) = lock(&self.progress).values().next() {
-            return Some(title.clone());
+        if let Some(progress) = lock(&self.progress).values().next() {
+            return Some(progress.describe());
         }
         if *lock(&self.quiescent) == Some(false) {
             return Some("loading the workspace".into());
         }
         None
+    }
+
+    /// Whether a work-done progress of the server has ever ended.
+    pub fn progress_ended(&self) -> bool {
+        self.progress_ended.load(Ordering::SeqCst)
+    }
+
+    /// Forgets what was published for a file the server no longer has
+    /// open, and the empty publish that clears it: neither is a baseline
+    /// when it opens again.
+    pub fn forget(&self, path: &Path) {
+        lock(&self.diagnostics).remove(path);
+        lock(&self.closing).insert(path.to_path_buf(), Instant::now());
     }
 
     /// The last publish for `path`.
@@ -112,17 +165,22 @@ impl Observed {
         self.events.send_modify(|n| *n += 1);
     }
 
-    fn on_incoming(&self, message: Incoming) {
+    fn on_incoming(&self, message: &Incoming) {
         match message.method.as_str() {
             "textDocument/publishDiagnostics" => {
-                let Ok(params) =
-                    serde_json::from_value::<lsp_types::PublishDiagnosticsParams>(message.params)
+                let Ok(params) = lsp_types::PublishDiagnosticsParams::deserialize(&message.params)
                 else {
                     return;
                 };
                 let Some(path) = uri_to_path(&params.uri) else {
                     return;
                 };
+                let closed = lock(&self.closing)
+                    .remove(&path)
+                    .is_some_and(|at| at.elapsed() < CLOSE_PUBLISH);
+                if closed && params.diagnostics.is_empty() && params.version.is_none() {
+                    return;
+                }
                 let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
                 lock(&self.diagnostics).insert(
                     path,
@@ -139,6 +197,11 @@ impl Observed {
                     other => other.to_string(),
                 };
                 let value = &message.params["value"];
+                let percentage = value["percentage"].as_u64().map(|p| p.min(100) as u32);
+                let message = value["message"]
+                    .as_str()
+                    .filter(|m| !m.is_empty())
+                    .map(String::from);
                 match value["kind"].as_str() {
                     Some("begin") => {
                         let title = value["title"]
@@ -146,10 +209,28 @@ impl Observed {
                             .filter(|t| !t.is_empty())
                             .unwrap_or("analysing")
                             .to_string();
-                        lock(&self.progress).insert(token, title);
+                        lock(&self.progress).insert(
+                            token,
+                            Progress {
+                                title,
+                                message,
+                                percentage,
+                            },
+                        );
+                    }
+                    Some("report") => {
+                        if let Some(progress) = lock(&self.progress).get_mut(&token) {
+                            if percentage.is_some() {
+                                progress.percentage = percentage;
+                            }
+                            if message.is_some() {
+                                progress.message = message;
+                            }
+                        }
                     }
                     Some("end") => {
                         lock(&self.progress).remove(&token);
+                        self.progress_ended.store(true, Ordering::SeqCst);
                     }
                     _ => return,
                 }
@@ -195,7 +276,11 @@ impl Observed {
                             }
                         }
                         Some("textDocument/diagnostic") => {
-                            self.pull_registered.store(true, Ordering::SeqCst)
+                            self.pull_registered.store(true, Ordering::SeqCst);
+                            let workspace = registration["registerOptions"]["workspaceDiagnostics"]
+                                .as_bool()
+                                .unwrap_or(false);
+                            self.pull_workspace.store(workspace, Ordering::SeqCst);
                         }
                         _ => {}
                     }
@@ -215,6 +300,11 @@ struct OpenDoc {
     /// Whether a Gantry write has gone to the server for it: its
     /// diagnostics may then no longer be a baseline from before the write.
     written: bool,
+    /// Set when the file is open only because a write could break it (it
+    /// uses what the write changed): the number of the last write that
+    /// needed it. Such a file is closed again once the run no longer needs
+    /// it; reading or writing it makes it the run's own.
+    borrowed: Option<u64>,
 }
 
 /// What a file looked like on disk when last synced: enough to notice a
@@ -263,6 +353,29 @@ pub struct Server {
     request_timeout: Duration,
 }
 
+/// How much of the project a server's cross-file answers cover.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Coverage {
+    /// The whole project, as far as the server knows it.
+    Whole,
+    /// Not yet: the server is loading or indexing; why, in a sentence
+    /// (`clangd is still indexing: 40 %`).
+    Busy(String),
+    /// Only the files open in the server, and why, in a sentence: clangd
+    /// without a compilation database has no list of files to index.
+    OpenFiles(String),
+}
+
+impl Coverage {
+    /// The sentence saying why an answer may be incomplete, if it may.
+    pub fn caveat(&self) -> Option<&str> {
+        match self {
+            Coverage::Whole => None,
+            Coverage::Busy(why) | Coverage::OpenFiles(why) => Some(why),
+        }
+    }
+}
+
 /// What starting a server needs besides its table entry.
 pub struct Launch<'a> {
     /// Its table entry.
@@ -302,9 +415,14 @@ impl Server {
         let handler: RequestHandler = Arc::new(move |method, params| {
             answer_server_request(method, params, &settings, &root_uri)
         });
-        let (transport, incoming) = Transport::start(BufReader::new(stdout), stdin, handler);
         let observed = Arc::new(Observed::new(launch.spec.ready_log.clone()));
-        tokio::spawn(pump(incoming, observed.clone()));
+        let observer = {
+            let observed = observed.clone();
+            Arc::new(move |message: &Incoming| observed.on_incoming(message)) as Observer
+        };
+        // Everything arrives through the observer; the channel is unused.
+        let (transport, _incoming) =
+            Transport::start_observed(BufReader::new(stdout), stdin, handler, Some(observer));
 
         let (exit_tx, exit) = watch::channel(None);
         let watched = child.clone();
@@ -381,7 +499,7 @@ impl Server {
         &self.client
     }
 
-    /// What the pump observed.
+    /// What the observer learnt from the server's notifications.
     pub fn observed(&self) -> &Observed {
         &self.observed
     }
@@ -419,7 +537,37 @@ impl Server {
         match &self.client.capabilities().diagnostic_provider {
             Some(D::Options(o)) => o.workspace_diagnostics,
             Some(D::RegistrationOptions(o)) => o.diagnostic_options.workspace_diagnostics,
-            None => false,
+            None => self.observed.pull_workspace.load(Ordering::SeqCst),
+        }
+    }
+
+    /// How much of the project the server's cross-file answers
+    /// (references, implementations, workspace symbols, renames) cover now.
+    pub async fn coverage(&self) -> Coverage {
+        let id = &self.spec.id;
+        if let Some(task) = self.observed.indexing() {
+            return Coverage::Busy(format!("{id} is still {task}"));
+        }
+        if self.spec.project_files.is_empty() {
+            return Coverage::Whole;
+        }
+        let database = self
+            .spec
+            .project_files
+            .iter()
+            .find(|name| self.root.join(name).is_file());
+        match database {
+            None => Coverage::OpenFiles(format!(
+                "{id} has no index of the whole project here (no {} for its background index to \
+                 list the files from), so it knows only the {} file(s) open in this run",
+                self.spec.project_files.join(" or "),
+                self.open_count().await
+            )),
+            Some(_) if !self.observed.progress_ended() => Coverage::Busy(format!(
+                "{id} has not finished indexing the project yet (it knows the open files and \
+                 what they include)"
+            )),
+            Some(_) => Coverage::Whole,
         }
     }
 
@@ -491,10 +639,7 @@ impl Server {
                     doc.stamp = now;
                 }
                 Err(_) => {
-                    self.client
-                        .notify::<DidCloseTextDocument>(&DidCloseTextDocumentParams {
-                            text_document: TextDocumentIdentifier::new(path_to_uri(&path)),
-                        });
+                    self.close_doc(&path);
                     docs.remove(&path);
                 }
             }
@@ -505,9 +650,67 @@ impl Server {
     /// and returns the text the server now has.
     pub async fn open(&self, path: &Path) -> std::io::Result<Arc<str>> {
         let mut docs = self.docs.lock().await;
-        if let Some(doc) = docs.get(path) {
+        if let Some(doc) = docs.get_mut(path) {
+            doc.borrowed = None;
             return Ok(doc.text.clone());
         }
+        self.open_locked(&mut docs, path, None).await
+    }
+
+    /// Opens `path` because write number `write` could break it; a file
+    /// the run has open stays the run's. Returns whether it was opened now
+    /// (its diagnostics are then still to come).
+    pub async fn open_borrowed(&self, path: &Path, write: u64) -> std::io::Result<bool> {
+        let mut docs = self.docs.lock().await;
+        if let Some(doc) = docs.get_mut(path) {
+            if let Some(last) = doc.borrowed.as_mut() {
+                *last = write;
+            }
+            return Ok(false);
+        }
+        self.open_locked(&mut docs, path, Some(write)).await?;
+        Ok(true)
+    }
+
+    /// Closes the files opened only for writes before number `write`;
+    /// returns them.
+    pub async fn close_borrowed_before(&self, write: u64) -> Vec<PathBuf> {
+        let mut docs = self.docs.lock().await;
+        let done: Vec<PathBuf> = docs
+            .iter()
+            .filter(|(_, doc)| doc.borrowed.is_some_and(|last| last < write))
+            .map(|(path, _)| path.clone())
+            .collect();
+        for path in &done {
+            docs.remove(path);
+            self.close_doc(path);
+        }
+        done
+    }
+
+    /// Whether `path` is open only because a write could break it.
+    pub async fn is_borrowed(&self, path: &Path) -> bool {
+        self.docs
+            .lock()
+            .await
+            .get(path)
+            .is_some_and(|doc| doc.borrowed.is_some())
+    }
+
+    fn close_doc(&self, path: &Path) {
+        self.client
+            .notify::<DidCloseTextDocument>(&DidCloseTextDocumentParams {
+                text_document: TextDocumentIdentifier::new(path_to_uri(path)),
+            });
+        self.observed.forget(path);
+    }
+
+    async fn open_locked(
+        &self,
+        docs: &mut HashMap<PathBuf, OpenDoc>,
+        path: &Path,
+        borrowed: Option<u64>,
+    ) -> std::io::Result<Arc<str>> {
         let stamp_before = stamp(path);
         let bytes = read_off_runtime(path).await?;
         let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
@@ -527,6 +730,7 @@ impl Server {
                 text: text.clone(),
                 stamp: stamp_before,
                 written: false,
+                borrowed,
             },
         );
         Ok(text)
@@ -552,10 +756,7 @@ impl Server {
         let uri = path_to_uri(path);
         let Some(content) = content else {
             if docs.remove(path).is_some() {
-                self.client
-                    .notify::<DidCloseTextDocument>(&DidCloseTextDocumentParams {
-                        text_document: TextDocumentIdentifier::new(uri.clone()),
-                    });
+                self.close_doc(path);
             }
             self.client
                 .notify::<DidChangeWatchedFiles>(&DidChangeWatchedFilesParams {
@@ -572,6 +773,7 @@ impl Server {
                 }
                 doc.stamp = stamp(path);
                 doc.written = true;
+                doc.borrowed = None;
                 doc.version
             }
             None => {
@@ -592,6 +794,7 @@ impl Server {
                         text: arc,
                         stamp: stamp(path),
                         written: true,
+                        borrowed: None,
                     },
                 );
                 1
@@ -649,6 +852,22 @@ impl Server {
     pub fn kill_now(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         self.child.kill_group();
+    }
+
+    /// Waits until the server's cross-file answers are no longer
+    /// [`Coverage::Busy`], at most until `deadline`; what they cover then.
+    pub async fn wait_covered(&self, deadline: tokio::time::Instant) -> Coverage {
+        let mut events = self.observed.events();
+        loop {
+            let coverage = self.coverage().await;
+            if !matches!(coverage, Coverage::Busy(_))
+                || tokio::time::timeout_at(deadline, events.changed())
+                    .await
+                    .map_or(true, |r| r.is_err())
+            {
+                return coverage;
+            }
+        }
     }
 
     /// Waits until the server is not indexing, at most until `deadline`;
@@ -713,12 +932,6 @@ fn answer_server_request(
     }
 }
 
-async fn pump(mut incoming: mpsc::UnboundedReceiver<Incoming>, observed: Arc<Observed>) {
-    while let Some(message) = incoming.recv().await {
-        observed.on_incoming(message);
-    }
-}
-
 /// What a server said on stderr about its death, in one line. Its group is
 /// dead or being killed, so the pipe ends at once unless a process that
 /// left the group holds it: that is waited for a moment only.
@@ -775,7 +988,7 @@ mod tests {
     fn progress_and_server_status_make_a_server_busy() {
         let observed = Observed::new(Some("source file".into()));
         assert!(observed.indexing().is_some());
-        observed.on_incoming(Incoming {
+        observed.on_incoming(&Incoming {
             method: "window/logMessage".into(),
             params: json!({"type": 3, "message": "Found 3 source files"}),
         });
@@ -784,26 +997,63 @@ mod tests {
             params,
         };
         assert_eq!(observed.indexing(), None);
-        observed.on_incoming(message(
+        observed.on_incoming(&message(
             "$/progress",
             json!({"token": 1, "value": {"kind": "begin", "title": "Indexing"}}),
         ));
-        assert_eq!(observed.indexing().as_deref(), Some("Indexing"));
-        observed.on_incoming(message(
+        assert_eq!(observed.indexing().as_deref(), Some("indexing"));
+        assert!(!observed.progress_ended());
+        observed.on_incoming(&message(
             "$/progress",
             json!({"token": 1, "value": {"kind": "end"}}),
         ));
         assert_eq!(observed.indexing(), None);
-        observed.on_incoming(message(
+        assert!(observed.progress_ended());
+        // clangd's background index: begin, reports with a percentage.
+        observed.on_incoming(&message(
+            "$/progress",
+            json!({"token": "backgroundIndexProgress", "value": {"kind": "begin", "title": "indexing", "percentage": 0}}),
+        ));
+        observed.on_incoming(&message(
+            "$/progress",
+            json!({"token": "backgroundIndexProgress", "value": {"kind": "report", "message": "2/5", "percentage": 40}}),
+        ));
+        assert_eq!(observed.indexing().as_deref(), Some("indexing: 40 %"));
+        observed.on_incoming(&message(
+            "$/progress",
+            json!({"token": "backgroundIndexProgress", "value": {"kind": "end"}}),
+        ));
+        // A title that is a sentence follows "still" in lower case.
+        observed.on_incoming(&message(
+            "$/progress",
+            json!({"token": "t", "value": {"kind": "begin", "title": "Initializing JS/TS language features…"}}),
+        ));
+        assert_eq!(
+            observed.indexing().as_deref(),
+            Some("initializing JS/TS language features…")
+        );
+        observed.on_incoming(&message(
+            "$/progress",
+            json!({"token": "t", "value": {"kind": "end"}}),
+        ));
+        observed.on_incoming(&message(
             "experimental/serverStatus",
             json!({"health": "ok", "quiescent": false}),
         ));
         assert!(observed.indexing().is_some());
-        observed.on_incoming(message(
+        observed.on_incoming(&message(
             "textDocument/publishDiagnostics",
             json!({"uri": "file:///w/a.py", "version": 3, "diagnostics": []}),
         ));
         let published = observed.published(Path::new("/w/a.py")).unwrap();
         assert_eq!((published.version, published.seq), (Some(3), 1));
+        // Closed: forgotten, and the empty publish clearing it ignored.
+        observed.forget(Path::new("/w/a.py"));
+        assert!(observed.published(Path::new("/w/a.py")).is_none());
+        let empty = json!({"uri": "file:///w/a.py", "diagnostics": []});
+        observed.on_incoming(&message("textDocument/publishDiagnostics", empty.clone()));
+        assert!(observed.published(Path::new("/w/a.py")).is_none());
+        observed.on_incoming(&message("textDocument/publishDiagnostics", empty));
+        assert_eq!(observed.published(Path::new("/w/a.py")).unwrap().seq, 2);
     }
 }

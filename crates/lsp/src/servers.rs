@@ -37,6 +37,12 @@ pub struct ServerSpec {
     /// requests wait for it (bounded), because pyright leaves requests
     /// sent earlier unanswered.
     pub ready_log: Option<String>,
+    /// Files under the root, one of which the server needs to know the
+    /// whole project (clangd's background index takes the list of files
+    /// from `compile_commands.json`; `compile_flags.txt` lists none).
+    /// Without one its cross-file answers cover the open files only, and
+    /// say so; empty for servers that find the project's files themselves.
+    pub project_files: Vec<String>,
 }
 
 fn spec(
@@ -59,6 +65,7 @@ fn spec(
         initialization_options: Value::Null,
         settings: Value::Null,
         ready_log: None,
+        project_files: Vec::new(),
     }
 }
 
@@ -77,10 +84,13 @@ pub fn builtin() -> Vec<ServerSpec> {
         server.program.probe = Some(vec![probe.to_string()]);
         server
     };
+    // The background index makes references, workspace symbols and
+    // renames cover the files of `compile_commands.json`, not just the
+    // open ones; until it has gone through them once, answers say so.
     let mut clangd = spec(
         "clangd",
         &["clangd"],
-        &["--background-index=false", "--log=error"],
+        &["--background-index", "--log=error"],
         &["c", "cpp"],
         &[
             "compile_commands.json",
@@ -92,6 +102,10 @@ pub fn builtin() -> Vec<ServerSpec> {
         ],
     );
     clangd.program.versioned = true;
+    clangd.project_files = vec![
+        "compile_commands.json".into(),
+        "build/compile_commands.json".into(),
+    ];
     // pyright's language servers accept no `--version` (they fail without
     // `--stdio`): they are found, not probed.
     let pyright_like = |id: &str, binary: &str| {
@@ -222,6 +236,14 @@ pub struct LspSettings {
     pub checker_timeout_seconds: Option<u64>,
     /// Restarts after crashes before a server is given up (default 3).
     pub max_restarts: Option<u32>,
+    /// Whether a write that changes a declaration first finds the files
+    /// using it (its references; in C and C++, the files that include the
+    /// changed one) and opens them, so the problems it causes there are
+    /// reported too (default true).
+    pub dependents: Option<bool>,
+    /// Most files one write looks at that way (default 50); the result
+    /// says when there were more.
+    pub dependents_cap: Option<usize>,
     /// Per-server changes and additions, by id.
     pub servers: BTreeMap<String, ServerOverride>,
 }
@@ -243,6 +265,10 @@ pub struct Config {
     pub checker_timeout: Duration,
     /// Restarts allowed after crashes.
     pub max_restarts: u32,
+    /// Whether writes look for the files they could break.
+    pub dependents: bool,
+    /// Most such files one write opens.
+    pub dependents_cap: usize,
 }
 
 impl Default for Config {
@@ -303,6 +329,8 @@ impl Config {
             ),
             checker_timeout: Duration::from_secs(settings.checker_timeout_seconds.unwrap_or(120)),
             max_restarts: settings.max_restarts.unwrap_or(3),
+            dependents: settings.dependents.unwrap_or(true),
+            dependents_cap: settings.dependents_cap.unwrap_or(50).max(1),
         }
     }
 }

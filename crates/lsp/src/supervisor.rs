@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use lsp_types::FileChangeType;
 use notify::Watcher;
 use tokio::sync::watch;
 
+use crate::dependents::{IncludeCache, SymbolCache};
 use crate::diagnostics::Ledger;
 use crate::server::{Launch, Server, change_kind, ignored};
 use crate::servers::{Choice, Config, ServerSpec, choose};
@@ -83,6 +84,13 @@ pub(crate) struct Inner {
     pub(crate) ledger: Mutex<Ledger>,
     /// Files whose baseline diagnostics are being fetched.
     seeding: Mutex<HashSet<PathBuf>>,
+    /// The declarations of the files the run has open, per content.
+    pub(crate) symbols: SymbolCache,
+    /// What the workspace's C/C++ files include, per file version.
+    pub(crate) includes: Arc<IncludeCache>,
+    /// How many writes have gone through the write hook: files opened for
+    /// a write are closed after a later one no longer needs them.
+    pub(crate) writes: AtomicU64,
 }
 
 /// The run's language servers. Cheap to clone; clones share everything.
@@ -105,6 +113,9 @@ impl Supervisor {
                 ended: AtomicBool::new(false),
                 ledger: Mutex::default(),
                 seeding: Mutex::default(),
+                symbols: SymbolCache::default(),
+                includes: Arc::default(),
+                writes: AtomicU64::new(0),
             }),
         }
     }
@@ -148,11 +159,44 @@ impl Supervisor {
         tokio::spawn(async move {
             if let Ok(server) = this.ready(&slot).await {
                 server.refresh().await;
-                if server.open(&path).await.is_ok() && baseline {
+                if let Ok(text) = server.open(&path).await
+                    && baseline
+                {
                     this.baseline(&server, &path);
+                    this.learn_symbols(&server, &path, &text);
                 }
             }
         });
+    }
+
+    /// Fetches, in the background, the declarations of a file as the server
+    /// has it (`text`), unless known: a write to it then knows without
+    /// asking whether it touches a declaration (an edit inside a function
+    /// body asks the server nothing).
+    pub(crate) fn learn_symbols(&self, server: &Arc<Server>, path: &Path, text: &str) {
+        if !self.inner.config.dependents || self.inner.symbols.has(path, text) {
+            return;
+        }
+        let this = self.clone();
+        let (server, path, text) = (server.clone(), path.to_path_buf(), text.to_string());
+        tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + server.request_timeout();
+            this.inner
+                .symbols
+                .get(&server, &path, &text, deadline)
+                .await;
+        });
+    }
+
+    /// Closes the files opened only for writes before number `write`, and
+    /// forgets what the run knew of them.
+    pub(crate) async fn close_borrowed_before(&self, write: u64) {
+        for server in self.running() {
+            for path in server.close_borrowed_before(write).await {
+                lock(&self.inner.ledger).forget(&path);
+                self.inner.symbols.forget(&path);
+            }
+        }
     }
 
     /// Whether the run has a diagnostics baseline for `path`: a write to it
@@ -429,7 +473,7 @@ impl Supervisor {
                     Phase::Starting => "starting".into(),
                     Phase::Ready(server) => {
                         let busy = match server.observed().indexing() {
-                            Some(what) => format!("still indexing ({what})"),
+                            Some(what) => format!("still {what}"),
                             None => "ready".into(),
                         };
                         let name = match server.client().server_name() {

@@ -7,6 +7,7 @@
 //! is given up on is cancelled with `$/cancelRequest`, and `-32801`
 //! (content modified) means "ask again".
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -96,6 +97,12 @@ pub struct Incoming {
 /// not block.
 pub type RequestHandler = Arc<dyn Fn(&str, &Value) -> Result<Value, RpcError> + Send + Sync>;
 
+/// Sees every message the server sends that is not an answer, on the
+/// reader task and before any answer that follows it is handed out, so
+/// what a caller reads after an answer (progress, say) is never older
+/// than the answer. Must not block.
+pub type Observer = Arc<dyn Fn(&Incoming) + Send + Sync>;
+
 /// The requests waiting for the server's answer.
 type Waiting = Arc<Pending<Result<Value, RpcError>>>;
 
@@ -114,6 +121,7 @@ pub struct Transport {
     gate: Mutex<Gate>,
     initialized: watch::Sender<bool>,
     closed: watch::Receiver<Option<String>>,
+    sent: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Transport {
@@ -124,6 +132,22 @@ impl Transport {
         reader: R,
         writer: W,
         handler: RequestHandler,
+    ) -> (Arc<Transport>, mpsc::UnboundedReceiver<Incoming>)
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        Transport::start_observed(reader, writer, handler, None)
+    }
+
+    /// [`Transport::start`] with an [`Observer`] called on the reader task
+    /// for every notification and server request, before it goes to the
+    /// channel.
+    pub fn start_observed<R, W>(
+        reader: R,
+        writer: W,
+        handler: RequestHandler,
+        observer: Option<Observer>,
     ) -> (Arc<Transport>, mpsc::UnboundedReceiver<Incoming>)
     where
         R: AsyncBufRead + Unpin + Send + 'static,
@@ -140,13 +164,21 @@ impl Transport {
             gate: Mutex::new(Gate::default()),
             initialized: watch::channel(false).0,
             closed,
+            sent: Mutex::default(),
         });
         let closed = Arc::new(Closer {
             reason: closed_tx,
             pending,
         });
         tokio::spawn(write_loop(writer, out_rx, closed.clone()));
-        tokio::spawn(read_loop(reader, out, incoming_tx, handler, closed));
+        tokio::spawn(read_loop(
+            reader,
+            out,
+            incoming_tx,
+            handler,
+            observer,
+            closed,
+        ));
         (transport, incoming_rx)
     }
 
@@ -187,6 +219,7 @@ impl Transport {
             armed: true,
         };
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        *lock(&self.sent).entry(method.to_string()).or_default() += 1;
         self.send_now(&body);
         let answer = tokio::time::timeout_at(deadline, reply).await;
         match answer {
@@ -232,6 +265,13 @@ impl Transport {
         gate.open = true;
         drop(gate);
         self.initialized.send_replace(true);
+    }
+
+    /// How many requests went out, by method: what a step cost the server,
+    /// for tests and benches (an edit inside a function body must cost no
+    /// `textDocument/references`).
+    pub fn requests_sent(&self) -> BTreeMap<String, u64> {
+        lock(&self.sent).clone()
     }
 
     /// Why the connection ended, once it has.
@@ -309,8 +349,15 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
     out: mpsc::UnboundedSender<Vec<u8>>,
     incoming: mpsc::UnboundedSender<Incoming>,
     handler: RequestHandler,
+    observer: Option<Observer>,
     closed: Arc<Closer>,
 ) {
+    let pass_on = |message: Incoming| {
+        if let Some(observer) = &observer {
+            observer(&message);
+        }
+        let _ = incoming.send(message);
+    };
     let reason = loop {
         let body = match read_message(&mut reader).await {
             Ok(Some(body)) => body,
@@ -344,13 +391,13 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
                     Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
                 };
                 let _ = out.send(serde_json::to_vec(&answer).unwrap_or_default());
-                let _ = incoming.send(Incoming {
+                pass_on(Incoming {
                     method: method.to_string(),
                     params,
                 });
             }
             (Some(method), None) => {
-                let _ = incoming.send(Incoming {
+                pass_on(Incoming {
                     method: method.to_string(),
                     params,
                 });

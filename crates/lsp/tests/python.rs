@@ -401,3 +401,24 @@ async fn the_first_write_after_a_read_reports_only_what_it_introduced() {
     assert!(!note.contains("old_problem"), "{note}");
     run.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_signature_reaches_a_caller_never_opened() {
+    let Some((_dir, run)) = python_project() else {
+        return;
+    };
+    let util = run.workspace().resolve("app/util.py").unwrap();
+    gantry_lsp::touch(&run, &util);
+    let changed = UTIL.replace("def greet(name: str)", "def greet(name: str, times: int)");
+    let note = write(&run, "app/util.py", &changed).await;
+    assert!(
+        note.starts_with("the write succeeded; it introduced these problems:"),
+        "{note}"
+    );
+    assert!(
+        note.contains("main.py (uses what the write changed)") && note.contains("times"),
+        "{note}"
+    );
+    assert!(!note.contains("no earlier diagnostics"), "{note}");
+    run.shutdown().await;
+}

@@ -328,3 +328,139 @@ async fn diagnostics_on_write_and_for_a_file_and_the_project() {
     assert!(note.contains("src/main.ts:5: error[2554]"), "{note}");
     run.shutdown().await;
 }
+
+const LIB: &str = "export function scale(x: number): number {\n  return x * 2;\n}\n";
+const LIB_CALLER: &str = "import { scale } from \"./lib\";\n\nexport const a = scale(1);\n";
+const UTIL_CALLER: &str = "import { scale } from \"./lib\";\n\nexport function twice(y: number): number {\n  return scale(scale(y));\n}\n";
+
+/// lib.ts exports `scale`, called in main.ts and util.ts, which the run
+/// never opens.
+fn callers_project(lsp: serde_json::Value) -> Option<(tempfile::TempDir, gantry_core::Run)> {
+    if !typescript() {
+        return None;
+    }
+    Some(project(
+        &[
+            ("tsconfig.json", TSCONFIG),
+            ("src/lib.ts", LIB),
+            ("src/main.ts", LIB_CALLER),
+            ("src/util.ts", UTIL_CALLER),
+        ],
+        lsp,
+    ))
+}
+
+/// How many requests the server serving `file` has been sent, by method.
+async fn requests(run: &gantry_core::Run, file: &str) -> std::collections::BTreeMap<String, u64> {
+    let path = run.workspace().resolve(file).unwrap();
+    let server = gantry_lsp::Supervisor::of(run)
+        .unwrap()
+        .server_for(&path)
+        .await
+        .unwrap();
+    server.client().transport().requests_sent()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_signature_reaches_callers_in_files_never_opened() {
+    let Some((_dir, run)) = callers_project(json!({})) else {
+        return;
+    };
+    // As read_file does, and the edit right after it.
+    let lib = run.workspace().resolve("src/lib.ts").unwrap();
+    gantry_lsp::touch(&run, &lib);
+    let changed = LIB.replace("x: number)", "x: number, k: number)");
+    let note = write(&run, "src/lib.ts", &changed).await;
+    assert!(
+        note.starts_with("the write succeeded; it introduced these problems:"),
+        "{note}"
+    );
+    assert!(
+        note.contains("src/main.ts (uses what the write changed)")
+            && note.contains("src/main.ts:3: error[2554]: Expected 2 arguments, but got 1."),
+        "{note}"
+    );
+    assert!(
+        note.contains("src/util.ts (uses what the write changed)")
+            && note.contains("src/util.ts:4: error[2554]"),
+        "{note}"
+    );
+    assert!(!note.contains("no earlier diagnostics"), "{note}");
+    assert!(
+        !note.contains("did not arrive") && !note.contains("not checked again"),
+        "{note}"
+    );
+
+    // Warm: back, then the same change again is reported again.
+    let note = write(&run, "src/lib.ts", LIB).await;
+    assert!(!note.contains("introduced"), "{note}");
+    let note = write(&run, "src/lib.ts", &changed).await;
+    assert!(
+        note.contains("src/main.ts:3: error[2554]") && note.contains("src/util.ts:4: error[2554]"),
+        "{note}"
+    );
+    // Back again: the callers are fixed, nothing is new.
+    let note = write(&run, "src/lib.ts", LIB).await;
+    assert!(!note.contains("introduced"), "{note}");
+
+    // A write that does not need them closes the files opened for the
+    // earlier ones; the next that does opens them again, with a baseline.
+    let body = LIB.replace("x * 2", "x * 3");
+    write(&run, "src/lib.ts", &body).await;
+    let status = lsp(&run, json!({"action": "status"})).await;
+    assert!(status.contains(", 1 open file(s)"), "{status}");
+    let note = write(
+        &run,
+        "src/lib.ts",
+        &body.replace("x: number)", "x: number, k: number)"),
+    )
+    .await;
+    assert!(
+        note.contains("src/main.ts:3: error[2554]") && note.contains("src/util.ts:4: error[2554]"),
+        "{note}"
+    );
+    assert!(!note.contains("no earlier diagnostics"), "{note}");
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_inside_a_function_body_asks_the_server_nothing() {
+    let Some((_dir, run)) = callers_project(json!({})) else {
+        return;
+    };
+    let lib = run.workspace().resolve("src/lib.ts").unwrap();
+    gantry_lsp::touch(&run, &lib);
+    let before = requests(&run, "src/lib.ts").await;
+    let note = write(&run, "src/lib.ts", &LIB.replace("x * 2", "x * 3")).await;
+    assert!(!note.contains("main.ts"), "{note}");
+    let after = requests(&run, "src/lib.ts").await;
+    let references = |counts: &std::collections::BTreeMap<String, u64>| {
+        counts.get("textDocument/references").copied().unwrap_or(0)
+    };
+    assert_eq!(references(&before), references(&after), "{after:?}");
+    // The declarations carried over the edit: the next one asks nothing.
+    let note = write(&run, "src/lib.ts", &LIB.replace("x * 2", "x * 4")).await;
+    assert!(!note.contains("main.ts"), "{note}");
+    let last = requests(&run, "src/lib.ts").await;
+    assert_eq!(after, last, "a body edit sent requests");
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lookup_can_be_switched_off() {
+    let Some((_dir, run)) = callers_project(json!({"dependents": false})) else {
+        return;
+    };
+    let lib = run.workspace().resolve("src/lib.ts").unwrap();
+    gantry_lsp::touch(&run, &lib);
+    let changed = LIB.replace("x: number)", "x: number, k: number)");
+    let note = write(&run, "src/lib.ts", &changed).await;
+    assert!(!note.contains("main.ts"), "{note}");
+    assert_eq!(
+        requests(&run, "src/lib.ts")
+            .await
+            .get("textDocument/references"),
+        None
+    );
+    run.shutdown().await;
+}
