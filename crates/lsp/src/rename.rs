@@ -40,6 +40,12 @@ pub struct LspRenameParams {
     pub occurrence: Option<u32>,
     /// The new name.
     pub new_name: String,
+    /// Rename even when the server's index does not cover the whole
+    /// project (still indexing, or clangd without compile_commands.json
+    /// knowing only the open files): only the uses it knows change, and
+    /// others are left broken. Default false: such a rename is refused,
+    /// saying why.
+    pub allow_incomplete: Option<bool>,
 }
 
 /// The `lsp_rename` tool.
@@ -59,7 +65,8 @@ impl Tool for LspRename {
             "Rename a symbol everywhere it is used, as the language server understands the code \
              (not a text search): point at it with its 1-based `line` and the `symbol` text on \
              that line, give `new_name`. All files change together or none do; the result lists \
-             them and any problems the rename introduced.",
+             them and any problems the rename introduced. Refused while the server's index does \
+             not cover the project (it says why) unless `allow_incomplete` is true.",
         )
     }
 
@@ -93,6 +100,25 @@ impl Tool for LspRename {
         let shown = run.workspace().display(&path);
         let at = locate(&text, &shown, p.line, &p.symbol, p.occurrence.unwrap_or(1))
             .map_err(ToolError::Failed)?;
+        // A rename that misses uses leaves the code broken: wait (bounded)
+        // for an index that is still being built, then refuse one that does
+        // not cover the project unless asked to go ahead.
+        let deadline = tokio::time::Instant::now() + server.request_timeout();
+        let caveat = server
+            .wait_covered(deadline)
+            .await
+            .caveat()
+            .map(String::from);
+        if let Some(why) = &caveat
+            && p.allow_incomplete != Some(true)
+        {
+            return Err(ToolError::failed(format!(
+                "nothing was renamed: {why}; the rename could miss uses and leave the code broken. \
+                 Retry in a moment, or pass allow_incomplete: true to rename the uses it knows \
+                 (then check with lsp diagnostics \"*\" and grep for `{}`)",
+                p.symbol
+            )));
+        }
         let encoding = server.client().encoding();
         let params = RenameParams {
             text_document_position: TextDocumentPositionParams {
@@ -136,6 +162,11 @@ impl Tool for LspRename {
             };
             out.push_str(&line);
             out.push('\n');
+        }
+        if let Some(why) = caveat {
+            out.push_str(&format!(
+                "note: renamed with an incomplete index ({why}): uses in other files may still have the old name\n"
+            ));
         }
         for note in &applied.notes {
             out.push('\n');

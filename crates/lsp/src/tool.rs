@@ -24,7 +24,7 @@ use crate::convert::{LineIndex, path_to_uri, uri_to_path};
 use crate::diagnostics::{self, relevant, render_file};
 use crate::locate::{Located, is_ident, locate};
 use crate::render::{self, Sources, Spot};
-use crate::server::Server;
+use crate::server::{Coverage, Server};
 use crate::supervisor::{Supervisor, Unavailable};
 use crate::transport::RequestError;
 
@@ -288,7 +288,7 @@ impl Ask<'_> {
         loop {
             let answer = self.ask(action, timeout).await?;
             if let Some(text) = answer {
-                return Ok(text);
+                return Ok(self.with_caveat(action, text).await);
             }
             if retried || self.server.observed().indexing().is_none() {
                 break;
@@ -296,7 +296,20 @@ impl Ask<'_> {
             retried = true;
             self.server.wait_idle(deadline).await;
         }
-        Ok(self.empty(action))
+        Ok(self.empty(action).await)
+    }
+
+    /// A references or implementations answer, with why it may be
+    /// incomplete when the server's index does not cover the project
+    /// (still indexing, or clangd knowing only the open files).
+    async fn with_caveat(&self, action: Action, text: String) -> String {
+        if !matches!(action, Action::References | Action::Implementation) {
+            return text;
+        }
+        match self.server.coverage().await.caveat() {
+            Some(why) => format!("{text}\nnote: this answer may be incomplete: {why}."),
+            None => text,
+        }
     }
 
     /// `None` when the server's answer is empty.
@@ -477,8 +490,9 @@ impl Ask<'_> {
     }
 
     /// Says why an answer is empty: still indexing, not on an identifier,
-    /// or none found.
-    fn empty(&self, action: Action) -> String {
+    /// or none found (in the files the server knows, when that is not the
+    /// whole project).
+    async fn empty(&self, action: Action) -> String {
         let what = match action {
             Action::Definition => "definition",
             Action::TypeDefinition => "type definition",
@@ -487,10 +501,9 @@ impl Ask<'_> {
             Action::Hover => "hover information",
             _ => "code actions",
         };
-        if let Some(task) = self.server.observed().indexing() {
-            return format!(
-                "no {what} yet: the server is still indexing ({task}); ask again in a moment"
-            );
+        let coverage = self.server.coverage().await;
+        if let Coverage::Busy(why) = &coverage {
+            return format!("no {what} yet: {why}; ask again in a moment");
         }
         let on_ident = self.at.text[self.at.byte..]
             .chars()
@@ -505,11 +518,19 @@ impl Ask<'_> {
                 self.at.text.trim()
             );
         }
-        format!(
+        let found = format!(
             "none found: the server has no {what} for `{}` at {}",
             self.symbol,
             self.here()
-        )
+        );
+        match coverage {
+            Coverage::OpenFiles(why)
+                if matches!(action, Action::References | Action::Implementation) =>
+            {
+                format!("{found}\nnote: this answer may be incomplete: {why}.")
+            }
+            _ => found,
+        }
     }
 }
 
@@ -596,7 +617,7 @@ async fn workspace_symbols(sup: &Supervisor, query: &str) -> Result<String, Tool
     }
     servers.sort_by_key(|s| s.spec.id.clone());
     let mut spots: Vec<(PathBuf, u32, String)> = Vec::new();
-    let mut indexing = Vec::new();
+    let mut caveats = Vec::new();
     for server in servers {
         server.refresh().await;
         let params = WorkspaceSymbolParams {
@@ -634,16 +655,22 @@ async fn workspace_symbols(sup: &Supervisor, query: &str) -> Result<String, Tool
             }
             None => {}
         }
-        if let Some(task) = server.observed().indexing() {
-            indexing.push(format!("{} ({task})", server.spec.id));
+        if let Some(why) = server.coverage().await.caveat() {
+            caveats.push(why.to_string());
         }
     }
+    let caveat = if caveats.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\nnote: this answer may be incomplete: {}.",
+            caveats.join("; ")
+        )
+    };
     if spots.is_empty() {
-        return Ok(if indexing.is_empty() {
-            format!("none found: no workspace symbol matches `{query}`")
-        } else {
-            format!("no symbols yet: still indexing: {}", indexing.join(", "))
-        });
+        return Ok(format!(
+            "none found: no workspace symbol matches `{query}`{caveat}"
+        ));
     }
     let total = spots.len();
     let cap = render::WORKSPACE_SYMBOLS_CAP;
@@ -658,7 +685,7 @@ async fn workspace_symbols(sup: &Supervisor, query: &str) -> Result<String, Tool
     for (path, line, what) in spots {
         out.push_str(&format!("{}:{}: {what}\n", sup.display(&path), line + 1));
     }
-    Ok(out.trim_end().to_string())
+    Ok(format!("{}{caveat}", out.trim_end()))
 }
 
 /// Workspace-wide pull diagnostics of one server, rendered; `None` when

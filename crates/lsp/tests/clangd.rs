@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use gantry_core::testing::{ok, read};
-use serde_json::json;
+use serde_json::{Value, json};
 
 const HEADER: &str = "int add(int a, int b);\n";
 const UTIL: &str = "#include \"util.h\"\n\nint add(int a, int b) { return a + b; }\n";
@@ -84,17 +84,205 @@ async fn diagnostics_on_write_and_rename_with_clangd() {
     assert!(note.contains("mul"), "{note}");
     write(&run, "main.c", MAIN).await;
 
+    // Without compile_commands.json clangd knows only the open files: a
+    // rename is refused unless asked to go ahead, and then says so.
+    let refused = lsp_rename(
+        &run,
+        json!({"file": "main.c", "line": 4, "symbol": "add", "new_name": "sum"}),
+    )
+    .await;
+    assert!(
+        refused.starts_with(
+            "ERROR: nothing was renamed: clangd has no index of the whole project here"
+        ) && refused.contains("allow_incomplete: true"),
+        "{refused}"
+    );
+    assert!(read(&run, "main.c").contains("add(1, 2)"));
     // Open the other files so clangd's index of open files sees them.
     lsp(&run, json!({"action": "symbols", "file": "util.c"})).await;
     lsp(&run, json!({"action": "symbols", "file": "util.h"})).await;
     let renamed = ok(
         &run,
         "lsp_rename",
-        json!({"file": "main.c", "line": 4, "symbol": "add", "new_name": "sum"}),
+        json!({"file": "main.c", "line": 4, "symbol": "add", "new_name": "sum", "allow_incomplete": true}),
     )
     .await;
     assert!(renamed.contains("renamed `add` to `sum`"), "{renamed}");
+    assert!(
+        renamed.contains("note: renamed with an incomplete index"),
+        "{renamed}"
+    );
     assert!(read(&run, "main.c").contains("int r = sum(1, 2);"));
     assert!(read(&run, "util.h").contains("int sum(int a, int b);"));
+    run.shutdown().await;
+}
+
+/// Calls `lsp_rename`; the text of the result, or of the error.
+async fn lsp_rename(run: &gantry_core::Run, args: Value) -> String {
+    match run.call("lsp_rename", args).await {
+        Ok(result) => result.text_content(),
+        Err(error) => format!("ERROR: {}", error.message),
+    }
+}
+
+const OPS: &str = "int mul(int a, int b);\n";
+const APP: &str = "#include \"ops.h\"\n\nint app(void) {\n    return mul(2, 3);\n}\n";
+const MORE: &str = "#include \"ops.h\"\n\nint more(void) {\n    return mul(4, 5);\n}\n";
+
+/// ops.h declares `mul`, which app.c and more.c call; the run never
+/// opens them. `extra` adds files.
+fn ops_project(
+    extra: &[(&str, &str)],
+    lsp: Value,
+) -> Option<(tempfile::TempDir, gantry_core::Run)> {
+    if !need(&["clangd"]) {
+        return None;
+    }
+    let mut files = vec![
+        ("compile_flags.txt", "-std=c11\n-Wall\n"),
+        ("ops.h", OPS),
+        ("app.c", APP),
+        ("more.c", MORE),
+    ];
+    files.extend_from_slice(extra);
+    Some(project(&files, lsp))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_header_reaches_the_files_that_call_it() {
+    let Some((_dir, run)) = ops_project(&[], json!({})) else {
+        return;
+    };
+    // As read_file does, and the edit right after it.
+    gantry_lsp::touch(&run, &run.workspace().resolve("ops.h").unwrap());
+    let three = "int mul(int a, int b, int c);\n";
+    let note = write(&run, "ops.h", three).await;
+    assert!(
+        note.starts_with("the write succeeded; it introduced these problems:"),
+        "{note}"
+    );
+    for (file, line) in [("app.c", 4), ("more.c", 4)] {
+        assert!(
+            note.contains(&format!("{file} (uses what the write changed)"))
+                && note.contains(&format!("{file}:{line}: error"))
+                && note.contains("Too few arguments to function call, expected 3, have 2"),
+            "{file}: {note}"
+        );
+    }
+    assert!(!note.contains("no earlier diagnostics"), "{note}");
+    // Warm: back, then the same change again.
+    let note = write(&run, "ops.h", OPS).await;
+    assert!(!note.contains("introduced"), "{note}");
+    let note = write(&run, "ops.h", three).await;
+    assert!(
+        note.contains("app.c:4: error") && note.contains("more.c:4: error"),
+        "{note}"
+    );
+    write(&run, "ops.h", OPS).await;
+    // An edit inside a function body asks clangd nothing.
+    let app = run.workspace().resolve("app.c").unwrap();
+    let server = gantry_lsp::Supervisor::of(&run)
+        .unwrap()
+        .server_for(&app)
+        .await
+        .unwrap();
+    gantry_lsp::touch(&run, &app);
+    write(&run, "app.c", &APP.replace("mul(2, 3)", "mul(2, 4)")).await;
+    let before = server.client().transport().requests_sent();
+    let note = write(&run, "app.c", &APP.replace("mul(2, 3)", "mul(2, 5)")).await;
+    assert!(!note.contains("introduced"), "{note}");
+    assert_eq!(before, server.client().transport().requests_sent());
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_dependents_than_the_cap_are_said() {
+    let (third, fourth) = (APP.replace("app", "third"), MORE.replace("more", "fourth"));
+    let Some((_dir, run)) = ops_project(
+        &[("third.c", &third), ("fourth.c", &fourth)],
+        json!({"dependentsCap": 2}),
+    ) else {
+        return;
+    };
+    gantry_lsp::touch(&run, &run.workspace().resolve("ops.h").unwrap());
+    let note = write(&run, "ops.h", "int mul(int a, int b, int c);\n").await;
+    assert!(
+        note.contains(
+            "4 files use what the write changed; only the first 2 were checked (the cap is 2"
+        ),
+        "{note}"
+    );
+    assert_eq!(
+        note.matches("(uses what the write changed)\n").count(),
+        2,
+        "{note}"
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn references_say_when_clangd_knows_only_the_open_files() {
+    let Some((_dir, run)) = ops_project(&[], json!({})) else {
+        return;
+    };
+    let references = lsp(
+        &run,
+        json!({"action": "references", "file": "ops.h", "line": 1, "symbol": "mul"}),
+    )
+    .await;
+    assert!(
+        references.contains("ops.h:1: int mul(int a, int b);"),
+        "{references}"
+    );
+    assert!(
+        references.contains(
+            "note: this answer may be incomplete: clangd has no index of the whole project here (no compile_commands.json"
+        ),
+        "{references}"
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_compile_commands_the_background_index_covers_the_project() {
+    let Some((dir, run)) = ops_project(&[], json!({})) else {
+        return;
+    };
+    let root = dir.path().canonicalize().unwrap();
+    let commands: Vec<Value> = ["app.c", "more.c"]
+        .iter()
+        .map(|file| json!({"directory": root, "file": file, "arguments": ["cc", "-std=c11", "-c", file]}))
+        .collect();
+    std::fs::write(
+        root.join("compile_commands.json"),
+        serde_json::to_string(&commands).unwrap(),
+    )
+    .unwrap();
+    // Every answer is complete or says why not; once the index is built,
+    // complete.
+    let mut answers = Vec::new();
+    let complete = within(std::time::Duration::from_secs(60), async || {
+        let references = lsp(
+            &run,
+            json!({"action": "references", "file": "ops.h", "line": 1, "symbol": "mul"}),
+        )
+        .await;
+        let whole = references.contains("app.c") && references.contains("more.c");
+        let said = references.contains("note: this answer may be incomplete: clangd");
+        assert!(whole || said, "{references}");
+        answers.push(references);
+        whole && !said
+    })
+    .await;
+    assert!(complete, "{answers:#?}");
+    // Now a rename goes through without being asked to.
+    let renamed = ok(
+        &run,
+        "lsp_rename",
+        json!({"file": "ops.h", "line": 1, "symbol": "mul", "new_name": "times"}),
+    )
+    .await;
+    assert!(renamed.contains("in 3 file(s)"), "{renamed}");
+    assert!(read(&run, "more.c").contains("times(4, 5)"));
     run.shutdown().await;
 }
