@@ -14,7 +14,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -748,28 +748,13 @@ fn include_targets(text: &str) -> Vec<String> {
     out
 }
 
-/// `path` with `.` and `..` resolved lexically.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// Whether `target`, included from `file`, names `header`: beside the
 /// including file, or as the tail of the header's path (an include
 /// directory given with `-I`).
 fn names(file: &Path, target: &str, header: &Path) -> bool {
     let beside = file
         .parent()
-        .map(|dir| normalize(&dir.join(target)))
+        .map(|dir| gantry_core::workspace::normalize(&dir.join(target)))
         .is_some_and(|p| p == header);
     beside || (!target.contains("..") && header.ends_with(target))
 }

@@ -427,8 +427,9 @@ impl Workspace {
 }
 
 /// Removes `.` and resolves `..` lexically. `..` at the filesystem root
-/// stays at the root, as the kernel does.
-fn normalize(path: &Path) -> PathBuf {
+/// stays at the root, as the kernel does. Public for families that name
+/// paths a server or a file gave them (an `#include "../x.h"`).
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
