@@ -148,6 +148,33 @@ fn floor_char_boundary(text: &str, mut byte: usize) -> usize {
     byte
 }
 
+/// A document-symbols answer as a tree: a flat answer becomes one level,
+/// each symbol's container kept in its detail.
+pub fn symbol_tree(
+    answer: Option<lsp_types::DocumentSymbolResponse>,
+) -> Vec<lsp_types::DocumentSymbol> {
+    match answer {
+        Some(lsp_types::DocumentSymbolResponse::Nested(symbols)) => symbols,
+        Some(lsp_types::DocumentSymbolResponse::Flat(flat)) =>
+        {
+            #[allow(deprecated)]
+            flat.into_iter()
+                .map(|s| lsp_types::DocumentSymbol {
+                    name: s.name,
+                    detail: s.container_name.map(|c| format!("in {c}")),
+                    kind: s.kind,
+                    tags: None,
+                    deprecated: None,
+                    range: s.location.range,
+                    selection_range: s.location.range,
+                    children: None,
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,9 +22,8 @@ use gantry_core::lock;
 use gantry_core::write::{ChangeKind, ChangeSet};
 use lsp_types::request::{DocumentSymbolRequest, References};
 use lsp_types::{
-    DocumentSymbol, DocumentSymbolParams, DocumentSymbolResponse, PartialResultParams, Position,
-    ReferenceContext, ReferenceParams, TextDocumentIdentifier, TextDocumentPositionParams,
-    WorkDoneProgressParams,
+    DocumentSymbol, DocumentSymbolParams, PartialResultParams, Position, ReferenceContext,
+    ReferenceParams, TextDocumentIdentifier, TextDocumentPositionParams, WorkDoneProgressParams,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -492,26 +491,7 @@ async fn fetch(server: &Server, path: &Path, text: &str, deadline: Instant) -> O
         .request::<DocumentSymbolRequest>(&params, left)
         .await
         .ok()?;
-    let symbols = match answer {
-        Some(DocumentSymbolResponse::Nested(symbols)) => symbols,
-        Some(DocumentSymbolResponse::Flat(flat)) =>
-        {
-            #[allow(deprecated)]
-            flat.into_iter()
-                .map(|s| DocumentSymbol {
-                    name: s.name,
-                    detail: None,
-                    kind: s.kind,
-                    tags: None,
-                    deprecated: None,
-                    range: s.location.range,
-                    selection_range: s.location.range,
-                    children: None,
-                })
-                .collect()
-        }
-        None => Vec::new(),
-    };
+    let symbols = crate::convert::symbol_tree(answer);
     let python = language_of(path) == Some("python");
     Some(declarations(text, &symbols, python))
 }

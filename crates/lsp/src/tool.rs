@@ -11,10 +11,10 @@ use lsp_types::request::{
 };
 use lsp_types::{
     CodeActionContext, CodeActionOrCommand, CodeActionParams, DocumentSymbolParams,
-    DocumentSymbolResponse, GotoDefinitionParams, HoverParams, OneOf, PartialResultParams, Range,
-    ReferenceContext, ReferenceParams, TextDocumentIdentifier, TextDocumentPositionParams,
-    WorkDoneProgressParams, WorkspaceDiagnosticParams, WorkspaceDocumentDiagnosticReport,
-    WorkspaceSymbolParams, WorkspaceSymbolResponse,
+    GotoDefinitionParams, HoverParams, OneOf, PartialResultParams, Range, ReferenceContext,
+    ReferenceParams, TextDocumentIdentifier, TextDocumentPositionParams, WorkDoneProgressParams,
+    WorkspaceDiagnosticParams, WorkspaceDocumentDiagnosticReport, WorkspaceSymbolParams,
+    WorkspaceSymbolResponse,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -575,26 +575,7 @@ async fn document_symbols(server: &Server, path: &Path, shown: &str) -> Result<S
         .request::<DocumentSymbolRequest>(&params, server.request_timeout())
         .await
         .map_err(failed)?;
-    let symbols = match answer {
-        Some(DocumentSymbolResponse::Nested(symbols)) => symbols,
-        Some(DocumentSymbolResponse::Flat(flat)) => {
-            // Flat answers become a one-level tree.
-            #[allow(deprecated)]
-            flat.into_iter()
-                .map(|s| lsp_types::DocumentSymbol {
-                    name: s.name,
-                    detail: s.container_name.map(|c| format!("in {c}")),
-                    kind: s.kind,
-                    tags: None,
-                    deprecated: None,
-                    range: s.location.range,
-                    selection_range: s.location.range,
-                    children: None,
-                })
-                .collect()
-        }
-        None => Vec::new(),
-    };
+    let symbols = crate::convert::symbol_tree(answer);
     if symbols.is_empty() {
         return Ok(match server.observed().indexing() {
             Some(task) => {
