@@ -39,6 +39,10 @@ pub fn families() -> Vec<&'static dyn Family> {
         &gantry_web::FAMILY,
         &gantry_shell::FAMILY,
         &gantry_ask::FAMILY,
+        &gantry_kernel::FAMILY,
+        &gantry_dap::FAMILY,
+        &gantry_discovery::FAMILY,
+        &gantry_workers::FAMILY,
     ]
 }
 
