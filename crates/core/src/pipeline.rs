@@ -86,8 +86,13 @@ impl Run {
             Some(asked) => self.surface().within(asked),
             None => self.surface(),
         };
+        // Run notices are for the model the run serves: a call made on
+        // someone's behalf (a worker's, a cell's) leaves them for the next
+        // result that reaches it.
+        let nested = options.chain.is_some();
         let outcome = self.run_pipeline(name, args, surface, options).await;
         match outcome {
+            Ok(result) if nested => Ok(result.within_budget()),
             Ok(mut result) => {
                 for notice in self.drain_notices() {
                     result.append_text(&format!("[run notice] {notice}"));
@@ -95,10 +100,12 @@ impl Run {
                 Ok(result.within_budget())
             }
             Err(mut error) => {
-                if !matches!(
-                    error.kind,
-                    CallErrorKind::InputRequired | CallErrorKind::Cancelled
-                ) {
+                if !nested
+                    && !matches!(
+                        error.kind,
+                        CallErrorKind::InputRequired | CallErrorKind::Cancelled
+                    )
+                {
                     for notice in self.drain_notices() {
                         error
                             .message

@@ -37,6 +37,10 @@ pub struct Listing {
     pub exclusive: bool,
     /// Whether it asks a person, so only callers that can reach one see it.
     pub needs_person: bool,
+    /// What a call can lead to, when wider than `tier` (see
+    /// [`ToolSpec::leads_to`]); front ends annotate with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leads_to: Option<Tier>,
     /// JSON Schema of the parameters.
     pub input_schema: Value,
 }
@@ -113,6 +117,7 @@ impl Registry {
                 tier: entry.spec.tier,
                 needs_person: entry.spec.needs_person,
                 exclusive: entry.spec.exclusive,
+                leads_to: entry.spec.leads_to,
                 input_schema: entry.schema.schema().clone(),
             })
             .collect()

@@ -40,6 +40,11 @@ pub struct ToolSpec {
     /// caller that can reach one (over MCP: a client that declared
     /// elicitation, request by request on protocols without sessions).
     pub needs_person: bool,
+    /// The tier of what a call can lead to, when wider than the tool's
+    /// own: a read tool that hands work to someone whose own tools may
+    /// write. Front ends annotate the tool with it, so a client that asks
+    /// before non-read-only tools asks before such a call too.
+    pub leads_to: Option<Tier>,
 }
 
 impl ToolSpec {
@@ -57,7 +62,15 @@ impl ToolSpec {
             tier,
             exclusive: false,
             needs_person: false,
+            leads_to: None,
         }
+    }
+
+    /// Says what a call can lead to (see [`ToolSpec::leads_to`]); kept
+    /// only when wider than the tool's own tier.
+    pub fn leads_to(mut self, tier: Tier) -> Self {
+        self.leads_to = (tier > self.tier).then_some(tier);
+        self
     }
 
     /// Marks the tool as asking a person (see [`ToolSpec::needs_person`]).

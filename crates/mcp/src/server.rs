@@ -309,7 +309,8 @@ fn to_mcp_tool(listing: Listing) -> Tool {
         serde_json::Value::Object(object) => object,
         _ => serde_json::Map::new(),
     };
-    let annotations = match listing.tier {
+    // A tool that hands out work is annotated by what that work may do.
+    let annotations = match listing.leads_to.unwrap_or(listing.tier) {
         Tier::Read => ToolAnnotations::with_title(listing.display_name.clone())
             .read_only(true)
             .destructive(false),

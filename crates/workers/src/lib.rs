@@ -1,11 +1,114 @@
-//! Gantry's vibe_* background workers driven by a built-in agent loop.
+//! Background workers (SPEC §11): a directing agent hands briefs to
+//! workers with `vibe_spawn`, steers them with `vibe_send`, waits for them
+//! with `vibe_wait`, stops them with `vibe_kill` and lists them with
+//! `vibe_list`.
+//!
+//! A worker is Gantry's own agent loop, a background task of the run,
+//! talking to an OpenAI-compatible chat-completions endpoint (streamed or
+//! not) chosen by its tier (`workers.fast`, `workers.good`). The model's
+//! function calls are nested calls through the run's pipeline under the
+//! worker's own surface (`workers.maxTier`, `workers.approval`, never wider
+//! than the director's), so the gate sits on the tools that do the editing.
+//! Killing a worker cancels its loop and the call in flight, whose process
+//! group dies with it. Without a `workers` section (honoured only from the
+//! user's settings or a trusted folder) none of the tools is registered.
+//!
+//! ```no_run
+//! # async fn demo(run: gantry_core::Run) {
+//! use serde_json::json;
+//! let started = run
+//!     .call("vibe_spawn", json!({"brief": "Add a --verbose flag to src/main.rs", "label": "verbose"}))
+//!     .await;
+//! let report = run.call("vibe_wait", json!({"worker_id": "w1"})).await;
+//! # }
+//! ```
+#![deny(missing_docs)]
 
-use gantry_core::RunBuilder;
+pub mod agent;
+pub mod client;
+pub mod pool;
+pub mod settings;
+pub mod tools;
+
+use std::sync::Arc;
+
+use gantry_core::{Run, RunBuilder, Settings};
+
+use crate::pool::Pool;
+use crate::settings::{HOW_TO_CONFIGURE, SETTINGS_KEY};
+use crate::tools::{Killer, Lister, Sender, Shared, Spawner, TOOL_NAMES, Waiter};
 
 /// The family as the assembly wires it.
-pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("workers", register);
+pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("workers", register)
+    .settings(&[SETTINGS_KEY], check)
+    .status(status);
 
-/// Registers the family's tools.
+/// Registers the five tools and the run's pool when the honoured settings
+/// configure a tier; otherwise withholds them, saying how to configure one.
 pub fn register(builder: RunBuilder) -> RunBuilder {
+    let Some(config) = settings::resolve(builder.current_settings()).config else {
+        return TOOL_NAMES
+            .iter()
+            .fold(builder, |builder, name| builder.withhold(name, HOW_TO_CONFIGURE));
+    };
+    let pool = Arc::new(Pool::new(config.max_running, builder.notices()));
+    let shared = Shared {
+        config: Arc::new(config),
+        pool: pool.clone(),
+    };
     builder
+        .resource(pool)
+        .tool(Spawner(shared.clone()))
+        .tool(Sender(shared.clone()))
+        .tool(Waiter(shared.clone()))
+        .tool(Killer(shared.clone()))
+        .tool(Lister(shared))
+}
+
+/// The settings check: a malformed section, a tier that cannot serve, a
+/// workspace section ignored in an untrusted folder.
+fn check(settings: &Settings) -> Vec<String> {
+    settings::resolve(settings).warnings
+}
+
+/// `gantry status`: each tier's model and endpoint, the workers' surface,
+/// or how to turn worker mode on.
+fn status(run: &Run) -> Vec<String> {
+    let resolved = settings::resolve(run.settings());
+    let mut lines = Vec::new();
+    match &resolved.config {
+        None => lines.push(HOW_TO_CONFIGURE.to_string()),
+        Some(config) => {
+            for (tier, endpoint) in &config.tiers {
+                lines.push(match endpoint {
+                    Ok(endpoint) => {
+                        let key = match &endpoint.api_key_env {
+                            None => String::new(),
+                            Some(variable) if std::env::var_os(variable).is_some() => {
+                                format!(", key from ${variable}")
+                            }
+                            Some(variable) => format!(", key from ${variable} (NOT SET)"),
+                        };
+                        format!(
+                            "tier {tier}: model {} at {}{key}",
+                            endpoint.model, endpoint.base_url
+                        )
+                    }
+                    Err(problem) => format!("tier {tier} cannot serve: {problem}"),
+                });
+            }
+            let surface = run.surface().within(config.surface);
+            lines.push(format!(
+                "workers see tools up to {} with approval {}; at most {} running, {} model turns \
+                 per brief or message",
+                surface.cap, surface.approval, config.max_running, config.max_turns
+            ));
+        }
+    }
+    for warning in resolved.warnings {
+        if !lines.iter().any(|line| line.contains(&warning)) {
+            lines.push(warning);
+        }
+    }
+    lines
 }

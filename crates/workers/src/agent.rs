@@ -1,0 +1,229 @@
+//! The agent loop a worker runs: ask the model, carry out the function
+//! calls it asks for as nested calls through the run's pipeline (lookup,
+//! validate, confirm, execute) under the worker's own surface, give the
+//! results back as function responses, until it answers without a call or
+//! its turns run out.
+
+use std::sync::Arc;
+
+use gantry_core::{Caller, Display, Listing, Part, ToolResult};
+use serde_json::{Value, json};
+
+use crate::client::{ChatClient, Reply, ToolCall, Usage};
+
+/// What the loop tells its owner as it goes (the worker's record).
+pub trait Observer: Send + Sync {
+    /// A model request is about to be sent.
+    fn requesting(&self) {}
+    /// A tool call finished; `display` is what a person sees of it.
+    fn acted(&self, _line: String) {}
+    /// A turn's usage.
+    fn used(&self, _usage: Usage) {}
+}
+
+/// How one run of the loop ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// The model answered without a function call: its final text.
+    Answered(String),
+    /// The turns ran out before it did.
+    OutOfTurns(u32),
+}
+
+/// One worker's model, tools and bounds.
+pub struct Agent {
+    /// The model endpoint.
+    pub client: ChatClient,
+    /// Makes the nested calls, under the worker's surface and cancellation.
+    pub caller: Caller,
+    /// The function declarations offered to the model.
+    pub tools: Vec<Value>,
+    /// Model turns per run of the loop.
+    pub max_turns: u32,
+}
+
+/// The system prompt every worker starts with.
+pub const SYSTEM_PROMPT: &str = "You are a background worker of a coding agent. Carry out the \
+    brief you are given in the workspace with the tools offered, then answer with a short report \
+    of what you did and anything left undone. Work only on what the brief asks.";
+
+impl Agent {
+    /// Runs the loop on `messages` (the conversation so far, ending with a
+    /// user turn), appending every turn to it.
+    pub async fn run(
+        &self,
+        messages: &mut Vec<Value>,
+        observer: &Arc<dyn Observer>,
+    ) -> Result<Ending, String> {
+        for _ in 0..self.max_turns {
+            observer.requesting();
+            let reply = self.client.complete(messages, &self.tools).await?;
+            if let Some(usage) = reply.usage {
+                observer.used(usage);
+            }
+            messages.push(reply.message());
+            if reply.tool_calls.is_empty() {
+                return Ok(Ending::Answered(reply.content));
+            }
+            self.act(&reply, messages, observer).await;
+        }
+        Ok(Ending::OutOfTurns(self.max_turns))
+    }
+
+    /// Carries out the reply's function calls in order, appending each
+    /// function response.
+    async fn act(&self, reply: &Reply, messages: &mut Vec<Value>, observer: &Arc<dyn Observer>) {
+        for call in &reply.tool_calls {
+            let (content, display) = self.call(call).await;
+            observer.acted(format!("{}: {}", call.name, first_line(&display)));
+            messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": content}));
+        }
+    }
+
+    /// One function call through the pipeline: the text for the model and
+    /// the line for the person.
+    async fn call(&self, call: &ToolCall) -> (String, String) {
+        if !self.offers(&call.name) {
+            let message = format!(
+                "error: `{}` is not a tool offered to you; use one of: {}",
+                call.name,
+                self.names().join(", ")
+            );
+            return (message.clone(), message);
+        }
+        let arguments = if call.arguments.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            match serde_json::from_str::<Value>(&call.arguments) {
+                Ok(value) => value,
+                Err(error) => {
+                    let message = format!(
+                        "error: the arguments of `{}` are not valid JSON ({error}); send a JSON object",
+                        call.name
+                    );
+                    return (message.clone(), message);
+                }
+            }
+        };
+        match self.caller.call(&call.name, arguments).await {
+            Ok(result) => (model_text(&result), display_text(&result)),
+            Err(error) => {
+                let message = format!("error: {}", error.message);
+                (message.clone(), message)
+            }
+        }
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.tools
+            .iter()
+            .filter_map(|tool| tool.pointer("/function/name").and_then(Value::as_str))
+            .collect()
+    }
+
+    fn offers(&self, name: &str) -> bool {
+        self.names().contains(&name)
+    }
+}
+
+/// The function declarations for `listings`, those whose names a model
+/// API accepts (`[A-Za-z0-9_-]{1,64}`).
+pub fn declarations(listings: &[Listing]) -> Vec<Value> {
+    listings
+        .iter()
+        .filter(|listing| valid_name(&listing.name))
+        .map(|listing| {
+            json!({
+                "type": "function",
+                "function": {
+                    "name": listing.name,
+                    "description": listing.description,
+                    "parameters": listing.input_schema,
+                }
+            })
+        })
+        .collect()
+}
+
+/// Whether model APIs accept `name` as a function name.
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A result as the text a function response carries: an image part
+/// becomes a one-line description.
+fn model_text(result: &ToolResult) -> String {
+    result
+        .llm_content
+        .iter()
+        .map(|part| match part {
+            Part::Text { text } => text.clone(),
+            Part::Image { mime_type, data } => {
+                format!("[image: {mime_type}, {} bytes, not shown]", data.len())
+            }
+            Part::Json { value } => value.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn display_text(result: &ToolResult) -> String {
+    match &result.return_display {
+        Display::Markdown { markdown } => markdown.clone(),
+        Display::FileDiff { path, .. } => format!("changed {path}"),
+    }
+}
+
+/// The first line of `text`, cut to a readable length.
+pub fn first_line(text: &str) -> String {
+    shorten(text.lines().next().unwrap_or_default(), 120)
+}
+
+/// `text` cut to at most `chars` characters, said with an ellipsis.
+pub fn shorten(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_names_model_apis_accept_are_offered() {
+        assert!(valid_name("read_file"));
+        assert!(valid_name("srv__tool-1"));
+        assert!(!valid_name(""));
+        assert!(!valid_name("a.b"));
+        assert!(!valid_name(&"x".repeat(65)));
+        assert!(valid_name(&"x".repeat(64)));
+    }
+
+    #[test]
+    fn images_become_one_line() {
+        let result = ToolResult::new(
+            vec![
+                Part::text("see"),
+                Part::Image {
+                    mime_type: "image/png".into(),
+                    data: vec![0; 10],
+                },
+            ],
+            Display::Markdown {
+                markdown: "see".into(),
+            },
+        );
+        assert_eq!(model_text(&result), "see\n[image: image/png, 10 bytes, not shown]");
+    }
+
+    #[test]
+    fn shorten_cuts_on_characters() {
+        assert_eq!(shorten("héllo", 2), "hé…");
+        assert_eq!(shorten("hé", 2), "hé");
+    }
+}
