@@ -35,6 +35,7 @@ use tokio::net::unix::pipe;
 
 use crate::capture::Capture;
 use crate::reaper::{self, Control, Reach};
+use crate::sandbox::Sandbox;
 
 /// Bytes of a child's stderr kept from its start by default: a panic's
 /// message comes before a backtrace long enough to fill any tail.
@@ -103,6 +104,8 @@ pub struct Command {
     stdout: Stdout,
     stderr: Stderr,
     direct: bool,
+    /// The sandbox the child is confined in: [`Command::sandbox`].
+    sandbox: Option<Sandbox>,
 }
 
 impl Command {
@@ -119,6 +122,7 @@ impl Command {
             stdout: Stdout::Null,
             stderr: Stderr::default(),
             direct: false,
+            sandbox: None,
         }
     }
 
@@ -197,6 +201,16 @@ impl Command {
         self
     }
 
+    /// Confines the child (and, under a reaper, the reaper with it) in
+    /// `sandbox`: see [`crate::sandbox`]. [`Command::spawn`] then fails,
+    /// saying why and how to proceed, where the sandbox cannot confine.
+    /// Everything run for the model's code gets the run's sandbox
+    /// ([`Sandbox::of`]); language servers do not.
+    pub fn sandbox(&mut self, sandbox: &Sandbox) -> &mut Self {
+        self.sandbox = Some(sandbox.clone());
+        self
+    }
+
     /// The program and its arguments, as a person would type them.
     pub fn shown(&self) -> String {
         std::iter::once(&self.program)
@@ -240,6 +254,9 @@ impl Command {
             });
         if let Some(dir) = &self.dir {
             command.current_dir(dir);
+        }
+        if let Some(sandbox) = &self.sandbox {
+            sandbox.confine(&mut command)?;
         }
         let out = match self.stdout {
             Stdout::Null => None,

@@ -22,6 +22,9 @@
 //!   DAP alike.
 //! - [`pending`]: requests waiting for their answers, by JSON-RPC id or
 //!   DAP `seq`, failed all at once when the peer exits.
+//! - [`sandbox`]: what a command run for the model may do once it runs:
+//!   Landlock write rules and, without network, a seccomp filter, applied
+//!   between fork and exec.
 //! - [`program`]: whether a program can serve a file (a root marker above
 //!   it, a binary that resolves and runs) and, if not, why.
 //!
@@ -51,6 +54,7 @@ pub mod framing;
 pub mod pending;
 pub mod program;
 pub mod reaper;
+pub mod sandbox;
 
 pub use capture::{Capped, Capture, explain};
 pub use child::{Child, Command, Stderr, Stdout, describe_exit};
@@ -58,3 +62,4 @@ pub use env::{EnvPolicy, EnvPolicySettings, Inherit, expand, expand_env};
 pub use pending::{Closed, Pending, Reply};
 pub use program::{Located, NoBinary, Program, Unusable};
 pub use reaper::Reach;
+pub use sandbox::Sandbox;

@@ -1,0 +1,156 @@
+//! What the sandbox refused, read from a confined command's output, so the
+//! model learns why a command failed and how to proceed instead of
+//! retrying it, or guessing at file permissions.
+//!
+//! A program says `Permission denied` (`EACCES`) or `Read-only file
+//! system` next to the path it could not write, in many shapes (`touch:
+//! cannot touch '/x': Permission denied`, `bash: /x: Permission denied`,
+//! `PermissionError: [Errno 13] Permission denied: '/x'`). A line with
+//! such words and a path outside the writable places is a refusal; one
+//! with no path, under `network: false`, is taken for a refused socket.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::{Mode, SETTINGS_KEY, Sandbox};
+
+/// Words a refused write or socket leaves in an error message.
+const REFUSED: [&str; 3] = ["Permission denied", "Read-only file system", "EACCES"];
+
+/// At most this many refused paths are named.
+const MAX_NAMED: usize = 5;
+
+pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
+    let policy = sandbox.policy();
+    let mut refused_paths: Vec<PathBuf> = Vec::new();
+    let mut refused_socket = false;
+    for line in output.lines() {
+        if !REFUSED.iter().any(|word| line.contains(word)) {
+            continue;
+        }
+        let paths = paths_in(line);
+        if paths.is_empty() {
+            refused_socket |= !policy.network;
+            continue;
+        }
+        for path in paths {
+            if !writable(sandbox, &path) && !refused_paths.contains(&path) {
+                refused_paths.push(path);
+            }
+        }
+    }
+    if refused_paths.is_empty() && !refused_socket {
+        return None;
+    }
+    let mut what = Vec::new();
+    if !refused_paths.is_empty() {
+        let named: Vec<String> = refused_paths
+            .iter()
+            .take(MAX_NAMED)
+            .map(|path| format!("`{}`", path.display()))
+            .collect();
+        let more = refused_paths.len().saturating_sub(MAX_NAMED);
+        let where_ = match policy.mode {
+            Mode::WorkspaceWrite => format!(
+                "only beneath {} and the devices",
+                sandbox
+                    .writable()
+                    .iter()
+                    .map(|path| path.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => "nothing but /dev/null, /dev/tty and /dev/pts".into(),
+        };
+        what.push(format!(
+            "writing {}{} (in `{}` mode commands may write {where_})",
+            named.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            },
+            policy.mode
+        ));
+    }
+    if refused_socket {
+        what.push(format!(
+            "a network connection (`{SETTINGS_KEY}.network: false` denies every socket but Unix ones)"
+        ));
+    }
+    let widen = if refused_paths.is_empty() {
+        format!("allow the network (`{SETTINGS_KEY}.network`)")
+    } else {
+        format!("add the directory to `{SETTINGS_KEY}.writableRoots`")
+    };
+    Some(format!(
+        "[sandbox] The sandbox probably refused {}. Two ways forward: {widen} in \
+         ~/.gantry/settings.json (the user's file: a workspace's settings cannot loosen the \
+         sandbox), or run the command again with `sandbox: false`, which needs the user's \
+         approval.",
+        what.join(" and ")
+    ))
+}
+
+/// Whether a confined command may write `path`.
+fn writable(sandbox: &Sandbox, path: &Path) -> bool {
+    let devices = [Path::new("/dev/null"), Path::new("/dev/tty"), Path::new("/dev/pts")];
+    sandbox
+        .writable()
+        .iter()
+        .flat_map(|root| [root.clone(), root.canonicalize().unwrap_or_default()])
+        .filter(|root| !root.as_os_str().is_empty())
+        .chain(devices.iter().map(|device| device.to_path_buf()))
+        .any(|root| path.starts_with(&root))
+}
+
+/// The absolute paths a message names: quoted (`'…'`, `"…"`, `` `…` ``,
+/// `‘…’`) or standing alone, with trailing punctuation dropped, `..`
+/// resolved lexically.
+fn paths_in(line: &str) -> Vec<PathBuf> {
+    line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '‘' | '’'))
+        .map(|token| token.trim_end_matches([':', ',', ';', ')', '.', ']']))
+        .filter(|token| token.starts_with('/') && token.len() > 1)
+        .map(|token| normalize(Path::new(token)))
+        .collect()
+}
+
+/// `path` with `.` and `..` resolved by the text alone.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_read_from_the_shapes_programs_print() {
+        let cases = [
+            ("touch: cannot touch '/root/x': Permission denied", "/root/x"),
+            ("bash: line 1: /etc/y: Read-only file system", "/etc/y"),
+            (
+                "PermissionError: [Errno 13] Permission denied: '/home/u/z'",
+                "/home/u/z",
+            ),
+            (
+                "error: failed to open `/opt/a/../b/c`, EACCES",
+                "/opt/b/c",
+            ),
+            ("mkdir: cannot create directory ‘/srv/d’: Permission denied", "/srv/d"),
+        ];
+        for (line, path) in cases {
+            assert_eq!(paths_in(line), vec![PathBuf::from(path)], "{line}");
+        }
+        assert!(paths_in("Permission denied (os error 13)").is_empty());
+    }
+}

@@ -1,0 +1,635 @@
+//! The sandbox: what a command Gantry runs for the model may do once it
+//! runs (SPEC §2). Tiers decide which tools a caller sees; this decides
+//! that `rm -rf ~` or a test suite writing into the home directory fails
+//! instead of succeeding.
+//!
+//! On Linux the confinement is Landlock, strictly: a ruleset the kernel can
+//! only partly enforce is a refusal with the reason, never a quieter
+//! sandbox. In `workspace-write` (the default) a command may write only
+//! beneath the workspace roots, the temp directory, the build caches
+//! ([`default_caches`]) and `sandbox.writableRoots`, plus `/dev/null`,
+//! `/dev/tty` and `/dev/pts`; in `read-only`, only those devices. Reads are
+//! not confined: Landlock has no deny rules, so a sandbox that reads
+//! nowhere but a few places would break every compiler. `network: false`
+//! denies TCP `connect` and `bind` (Landlock ABI 4) and, through a seccomp
+//! filter, every socket but Unix, TCP ones excepted (so UDP and raw
+//! sockets, which Landlock does not cover).
+//!
+//! The ruleset and the filter are built once per run, before any fork;
+//! between fork and exec only `prctl(PR_SET_NO_NEW_PRIVS)`,
+//! `landlock_restrict_self` and the seccomp load run, nothing allocating,
+//! so Gantry itself is never confined. The [reaper](crate::reaper) is
+//! confined with its command: it only reads `/proc`, opens `/dev/null` and
+//! signals its descendants, all of which the sandbox allows, and applying
+//! the rules in Gantry's own fork keeps them built once instead of passed
+//! to and rebuilt by every reaper.
+//!
+//! A family applies the run's sandbox in one line where it builds a
+//! [`Command`](crate::Command):
+//!
+//! ```no_run
+//! # async fn demo(run: gantry_core::Run) -> std::io::Result<()> {
+//! use gantry_process::{Command, Sandbox};
+//!
+//! let child = Command::new("python3")
+//!     .arg("script.py")
+//!     .sandbox(&Sandbox::of(&run).await)
+//!     .spawn()?; // refused, with the reason and how to proceed, where it cannot confine
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Where Landlock is missing (another platform, a kernel before 6.2) and
+//! the settings name no mode, the default becomes `off`, said once per run
+//! as a notice and in `gantry status`; a mode the settings ask for and the
+//! kernel cannot give refuses every command with the reason.
+
+mod explain;
+mod landlock;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gantry_core::settings::{Level, Settings};
+use gantry_core::{Resource, Run, async_trait};
+use serde::Deserialize;
+
+use self::landlock::Prepared;
+
+/// The settings key of the sandbox.
+pub const SETTINGS_KEY: &str = "sandbox";
+
+/// The Landlock ABI the filesystem rules need: 3 is the first that
+/// controls truncation, without which a "read-only" file can be emptied.
+pub const FS_ABI: u32 = 3;
+/// The Landlock ABI that `network: false` needs (TCP connect and bind).
+pub const NET_ABI: u32 = 4;
+
+/// What a confined command may write, loosest last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Nothing but `/dev/null`, `/dev/tty` and `/dev/pts`.
+    ReadOnly,
+    /// The workspace roots, the temp directory, the build caches and
+    /// `writableRoots` (the default).
+    #[default]
+    WorkspaceWrite,
+    /// Not confined at all.
+    Off,
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::ReadOnly => "read-only",
+            Mode::WorkspaceWrite => "workspace-write",
+            Mode::Off => "off",
+        })
+    }
+}
+
+/// The `sandbox` settings section of one file, as written; every field is
+/// optional so a workspace's section can be told apart from the user's
+/// field by field.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// `workspace-write` (default), `read-only` or `off`.
+    pub mode: Option<Mode>,
+    /// Directories writable besides the workspace, the temp directory and
+    /// the caches (absolute, or `~/`).
+    pub writable_roots: Option<Vec<String>>,
+    /// `false` denies outbound and listening sockets but Unix ones.
+    pub network: Option<bool>,
+    /// The build caches kept writable, replacing [`default_caches`]
+    /// (`[]`: none).
+    pub caches: Option<Vec<String>>,
+}
+
+/// The sandbox the settings ask for, before it meets a kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// The mode.
+    pub mode: Mode,
+    /// Whether a settings file chose the mode (where Landlock is missing,
+    /// only the default gives way to `off`).
+    pub mode_chosen: bool,
+    /// `writableRoots`, resolved.
+    pub writable_roots: Vec<PathBuf>,
+    /// The caches kept writable, resolved.
+    pub caches: Vec<PathBuf>,
+    /// Whether sockets are allowed.
+    pub network: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            mode: Mode::default(),
+            mode_chosen: false,
+            writable_roots: Vec::new(),
+            caches: default_caches(),
+            network: true,
+        }
+    }
+}
+
+/// A policy from the two levels of settings, and what of the workspace's
+/// was ignored.
+#[derive(Debug, Clone)]
+pub struct Layered {
+    /// The policy in force.
+    pub policy: Policy,
+    /// Each workspace field that would have loosened the sandbox, with why.
+    pub ignored: Vec<String>,
+}
+
+impl Policy {
+    /// The user's section overlaid with the workspace's (SPEC §3). A
+    /// trusted workspace wins field by field; any other may only tighten:
+    /// a stricter mode, `network: false`, fewer caches. A looser mode,
+    /// `network: true` over the user's `false`, `writableRoots` and caches
+    /// the user's list lacks are ignored and listed.
+    pub fn layered(
+        user: Option<SandboxSettings>,
+        workspace: Option<SandboxSettings>,
+        workspace_trusted: bool,
+    ) -> Layered {
+        let user = user.unwrap_or_default();
+        let mut policy = Policy {
+            mode: user.mode.unwrap_or_default(),
+            mode_chosen: user.mode.is_some(),
+            writable_roots: resolve_all(user.writable_roots.unwrap_or_default()),
+            caches: user.caches.map(resolve_all).unwrap_or_else(default_caches),
+            network: user.network.unwrap_or(true),
+        };
+        let mut ignored = Vec::new();
+        let Some(workspace) = workspace else {
+            return Layered { policy, ignored };
+        };
+        if workspace_trusted {
+            if let Some(mode) = workspace.mode {
+                policy.mode = mode;
+                policy.mode_chosen = true;
+            }
+            if let Some(roots) = workspace.writable_roots {
+                policy.writable_roots = resolve_all(roots);
+            }
+            if let Some(caches) = workspace.caches {
+                policy.caches = resolve_all(caches);
+            }
+            policy.network = workspace.network.unwrap_or(policy.network);
+            return Layered { policy, ignored };
+        }
+        match workspace.mode {
+            Some(looser) if looser > policy.mode => ignored.push(format!(
+                "mode: {looser} (looser than the user's `{}`)",
+                policy.mode
+            )),
+            Some(stricter) => {
+                policy.mode = stricter;
+                policy.mode_chosen = true;
+            }
+            None => {}
+        }
+        if let Some(roots) = workspace.writable_roots.filter(|roots| !roots.is_empty()) {
+            ignored.push(format!(
+                "writableRoots: {} (only the user's settings widen what commands may write)",
+                roots.join(", ")
+            ));
+        }
+        match workspace.network {
+            Some(true) if !policy.network => {
+                ignored.push("network: true (the user's settings deny it)".into())
+            }
+            Some(network) => policy.network = network,
+            None => {}
+        }
+        if let Some(caches) = workspace.caches {
+            let (kept, extra): (Vec<PathBuf>, Vec<PathBuf>) = resolve_all(caches)
+                .into_iter()
+                .partition(|cache| policy.caches.contains(cache));
+            if !extra.is_empty() {
+                ignored.push(format!(
+                    "caches: {} (not among the user's caches)",
+                    shown(&extra)
+                ));
+            }
+            policy.caches = kept;
+        }
+        Layered { policy, ignored }
+    }
+
+    /// The policy of a run's settings; an error names the section and the
+    /// files when a level's section has the wrong shape.
+    pub fn from_settings(settings: &Settings) -> Result<Layered, String> {
+        let user = settings
+            .user_section::<SandboxSettings>(SETTINGS_KEY)
+            .map_err(|e| e.to_string())?;
+        let workspace = settings
+            .workspace_section::<SandboxSettings>(SETTINGS_KEY)
+            .map_err(|e| e.to_string())?;
+        Ok(Policy::layered(
+            user,
+            workspace,
+            settings.workspace_trusted(),
+        ))
+    }
+}
+
+/// `~/` expanded; relative paths, which would mean a different place for
+/// every command's directory, are kept as written and never match.
+fn resolve(path: &str) -> PathBuf {
+    match path.strip_prefix("~/") {
+        Some(rest) => dirs::home_dir()
+            .map(|home| home.join(rest))
+            .unwrap_or_else(|| PathBuf::from(path)),
+        None => PathBuf::from(path),
+    }
+}
+
+fn resolve_all(paths: Vec<String>) -> Vec<PathBuf> {
+    paths.iter().map(|path| resolve(path)).collect()
+}
+
+/// Paths for a message, comma-separated.
+fn shown(paths: &[PathBuf]) -> String {
+    if paths.is_empty() {
+        return "none".into();
+    }
+    paths
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The caches builds and installs write, writable by default in
+/// `workspace-write`: `$XDG_CACHE_HOME` or `~/.cache` (pip, go-build,
+/// many more), Cargo's registry and git checkouts (under `$CARGO_HOME`),
+/// npm's cache, and Go's module cache (`$GOMODCACHE`, else under
+/// `$GOPATH` or `~/go`).
+pub fn default_caches() -> Vec<PathBuf> {
+    let env = |name: &str| {
+        std::env::var_os(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    let Some(home) = dirs::home_dir() else {
+        return Vec::new();
+    };
+    let cargo = env("CARGO_HOME").unwrap_or_else(|| home.join(".cargo"));
+    let go_modules = env("GOMODCACHE").unwrap_or_else(|| {
+        env("GOPATH")
+            .and_then(|path| std::env::split_paths(&path).next())
+            .unwrap_or_else(|| home.join("go"))
+            .join("pkg/mod")
+    });
+    vec![
+        env("XDG_CACHE_HOME").unwrap_or_else(|| home.join(".cache")),
+        cargo.join("registry"),
+        cargo.join("git"),
+        home.join(".npm"),
+        go_modules,
+    ]
+}
+
+/// The Landlock ABI of this kernel, 0 without Landlock.
+pub fn kernel_abi() -> u32 {
+    landlock::abi()
+}
+
+/// What the sandbox does for the commands of a run.
+enum State {
+    /// Commands are confined by these rules.
+    Confined(Arc<Prepared>),
+    /// Commands run unconfined, for this reason (said once per run).
+    Unconfined(String),
+    /// Commands are refused, for this reason and with how to proceed.
+    Refused(String),
+}
+
+/// A run's sandbox: the policy, the places it lets commands write, and
+/// the rules built from them once. Cheap to clone; set it on every
+/// [`Command`](crate::Command) spawned for the model with
+/// [`Command::sandbox`](crate::Command::sandbox).
+#[derive(Clone)]
+pub struct Sandbox {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    policy: Policy,
+    /// Where confined commands may write, existing or not.
+    writable: Vec<PathBuf>,
+    /// What the workspace's settings asked for and did not get.
+    ignored: Vec<String>,
+    abi: u32,
+    state: State,
+}
+
+impl Sandbox {
+    /// The sandbox of `policy` for a workspace with these roots, on this
+    /// kernel.
+    pub fn new(policy: Policy, workspace_roots: &[PathBuf]) -> Sandbox {
+        Self::on_kernel(policy, workspace_roots, kernel_abi())
+    }
+
+    /// As [`Sandbox::new`] for a kernel offering Landlock ABI `abi` (0:
+    /// none): what Gantry would do there. Rules are only built when this
+    /// kernel offers that ABI too.
+    pub fn on_kernel(policy: Policy, workspace_roots: &[PathBuf], abi: u32) -> Sandbox {
+        let writable = match policy.mode {
+            Mode::WorkspaceWrite => workspace_roots
+                .iter()
+                .cloned()
+                .chain([std::env::temp_dir(), PathBuf::from("/dev/shm")])
+                .chain(policy.writable_roots.iter().cloned())
+                .chain(policy.caches.iter().cloned())
+                .collect(),
+            Mode::ReadOnly | Mode::Off => Vec::new(),
+        };
+        let state = decide(&policy, &writable, abi);
+        Sandbox {
+            inner: Arc::new(Inner {
+                policy,
+                writable,
+                ignored: Vec::new(),
+                abi,
+                state,
+            }),
+        }
+    }
+
+    /// The run's sandbox, built from its settings and workspace the first
+    /// time a family asks, and the same value after that. An unconfined
+    /// sandbox (`mode: off`, or Landlock missing) is said once per run as
+    /// a notice.
+    pub async fn of(run: &Run) -> Sandbox {
+        let started = run
+            .resource_or_start::<RunSandbox, std::convert::Infallible, _>("", || async {
+                let sandbox = Sandbox::for_run(run);
+                if let State::Unconfined(why) = &sandbox.inner.state {
+                    run.notify(format!("the sandbox is off: {why}"));
+                }
+                Ok(Arc::new(RunSandbox(sandbox)))
+            })
+            .await;
+        match started {
+            Ok(found) => found.0.clone(),
+            Err(never) => match never {},
+        }
+    }
+
+    /// The sandbox a run's settings and workspace describe (not cached:
+    /// see [`Sandbox::of`]). A section of the wrong shape refuses commands
+    /// rather than guess what the user meant to forbid.
+    pub fn for_run(run: &Run) -> Sandbox {
+        let workspace = run.workspace();
+        let roots: Vec<PathBuf> = std::iter::once(workspace.root())
+            .chain(workspace.extra_roots())
+            .map(Path::to_path_buf)
+            .collect();
+        match Policy::from_settings(run.settings()) {
+            Ok(layered) => {
+                let mut sandbox = Sandbox::new(layered.policy, &roots);
+                if let Some(inner) = Arc::get_mut(&mut sandbox.inner) {
+                    inner.ignored = layered.ignored;
+                }
+                sandbox
+            }
+            Err(error) => Sandbox {
+                inner: Arc::new(Inner {
+                    policy: Policy::default(),
+                    writable: Vec::new(),
+                    ignored: Vec::new(),
+                    abi: kernel_abi(),
+                    state: State::Refused(format!(
+                        "commands are refused: {error}; fix the `{SETTINGS_KEY}` section"
+                    )),
+                }),
+            },
+        }
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// Whether commands run confined.
+    pub fn confines(&self) -> bool {
+        matches!(self.inner.state, State::Confined(_))
+    }
+
+    /// Why commands are refused, when they are.
+    pub fn refusal(&self) -> Option<&str> {
+        match &self.inner.state {
+            State::Refused(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Where confined commands may write (beside the devices).
+    pub fn writable(&self) -> &[PathBuf] {
+        &self.inner.writable
+    }
+
+    /// Refuses, with the reason, a program that needs loopback TCP (a
+    /// debug adapter that talks to its debuggee over a port) when
+    /// `network: false` denies it.
+    pub fn needs_loopback_tcp(&self, what: &str) -> Result<(), String> {
+        if self.inner.policy.network || !self.confines() {
+            return Ok(());
+        }
+        Err(format!(
+            "{what} talks over loopback TCP, which `sandbox.network: false` denies; allow the \
+             network in the `{SETTINGS_KEY}` settings to use it"
+        ))
+    }
+
+    /// What the sandbox refused, read from a confined command's output
+    /// (`Permission denied`, `Read-only file system` or `EACCES` naming a
+    /// path outside the writable places, or a refused connection under
+    /// `network: false`), with the two ways forward; `None` when the output
+    /// shows no such refusal.
+    pub fn explain(&self, output: &str) -> Option<String> {
+        if !self.confines() {
+            return None;
+        }
+        explain::explain(self, output)
+    }
+
+    /// Lines for `gantry status`: the mode and what it allows, or why
+    /// commands run unconfined or are refused; what the workspace's
+    /// settings asked for and did not get.
+    pub fn status(&self) -> Vec<String> {
+        let Inner {
+            policy,
+            ignored,
+            abi,
+            state,
+            ..
+        } = &*self.inner;
+        let kernel = match abi {
+            0 => "this kernel has no Landlock".to_string(),
+            abi => format!("Landlock ABI {abi}"),
+        };
+        let mut lines = vec![match state {
+            State::Confined(_) => format!(
+                "sandbox: {} ({kernel}), network {}; reads are not confined (Landlock has no \
+                 deny rules)",
+                policy.mode,
+                if policy.network { "allowed" } else { "denied" }
+            ),
+            State::Unconfined(why) => format!("sandbox: off: {why}"),
+            State::Refused(why) => format!("sandbox: {why}"),
+        }];
+        if matches!(state, State::Confined(_)) {
+            let writable = match policy.mode {
+                Mode::WorkspaceWrite => format!("{}, ", shown(&self.inner.writable)),
+                _ => String::new(),
+            };
+            lines.push(format!(
+                "sandbox: commands may write {writable}/dev/null, /dev/tty, /dev/pts"
+            ));
+            if policy.mode == Mode::WorkspaceWrite {
+                lines.push(format!(
+                    "sandbox: writable caches (`{SETTINGS_KEY}.caches` to change): {}",
+                    shown(&policy.caches)
+                ));
+            }
+        }
+        lines.push(
+            "sandbox: language servers are exempt (they write their caches in the home directory)"
+                .into(),
+        );
+        if !ignored.is_empty() {
+            lines.push(format!(
+                "sandbox: ignored from the workspace's settings: {}; a workspace's settings may \
+                 only tighten the sandbox unless `trustedFolders` in ~/.gantry/settings.json \
+                 lists the folder",
+                ignored.join("; ")
+            ));
+        }
+        lines
+    }
+
+    /// Readies `command` to confine the program it starts (between fork and
+    /// exec), or refuses it.
+    pub(crate) fn confine(&self, command: &mut std::process::Command) -> std::io::Result<()> {
+        match &self.inner.state {
+            State::Confined(prepared) => {
+                prepared.apply_on_exec(command);
+                Ok(())
+            }
+            State::Unconfined(_) => Ok(()),
+            State::Refused(why) => Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                why.clone(),
+            )),
+        }
+    }
+}
+
+impl fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("mode", &self.inner.policy.mode)
+            .field("network", &self.inner.policy.network)
+            .field("confines", &self.confines())
+            .finish()
+    }
+}
+
+/// How to run commands unconfined, for refusals.
+const HOW_TO_TURN_OFF: &str = "to run commands unconfined instead, set \"sandbox\": {\"mode\": \
+     \"off\"} in ~/.gantry/settings.json";
+
+/// What the sandbox does on a kernel offering `abi`.
+fn decide(policy: &Policy, writable: &[PathBuf], abi: u32) -> State {
+    if policy.mode == Mode::Off {
+        return State::Unconfined(
+            "`sandbox.mode` is `off`, so commands run with Gantry's full rights".into(),
+        );
+    }
+    let network_abi_missing = !policy.network && abi < NET_ABI;
+    if abi < FS_ABI && !policy.mode_chosen && policy.network {
+        return State::Unconfined(format!(
+            "{} (the sandbox needs Landlock ABI {FS_ABI}, Linux 6.2), so commands run with \
+             Gantry's full rights; this is the default only where Landlock is missing",
+            match abi {
+                0 => "this kernel has no Landlock".to_string(),
+                abi => format!("this kernel offers Landlock ABI {abi} only"),
+            }
+        ));
+    }
+    if abi < FS_ABI || network_abi_missing {
+        let (needed, what) = if abi < FS_ABI {
+            (FS_ABI, format!("`sandbox.mode: {}`", policy.mode))
+        } else {
+            (NET_ABI, "`sandbox.network: false`".to_string())
+        };
+        return State::Refused(format!(
+            "commands are refused: {what} needs Landlock ABI {needed} and this kernel offers {}; \
+             {HOW_TO_TURN_OFF}",
+            if abi == 0 {
+                "none".to_string()
+            } else {
+                abi.to_string()
+            }
+        ));
+    }
+    match Prepared::build(writable, policy.network) {
+        Ok(prepared) => State::Confined(Arc::new(prepared)),
+        Err(error) => State::Refused(format!(
+            "commands are refused: the sandbox could not be built ({error}); {HOW_TO_TURN_OFF}"
+        )),
+    }
+}
+
+/// The run's sandbox as a run resource, so every family shares one.
+struct RunSandbox(Sandbox);
+
+#[async_trait]
+impl Resource for RunSandbox {
+    fn name(&self) -> String {
+        "sandbox".into()
+    }
+
+    async fn shutdown(&self) {}
+
+    fn kill_now(&self) {}
+
+    fn status(&self) -> String {
+        self.0.status().remove(0)
+    }
+}
+
+/// The sandbox's lines and warnings, for a family that reports it: its
+/// settings check (a section of the wrong shape, a loosening the
+/// workspace may not make).
+pub fn check(settings: &Settings) -> Vec<String> {
+    match Policy::from_settings(settings) {
+        Err(error) => vec![error],
+        Ok(layered) if layered.ignored.is_empty() => Vec::new(),
+        Ok(layered) => {
+            let file = settings
+                .files_at(Level::Workspace)
+                .first()
+                .map(|file| file.display().to_string())
+                .unwrap_or_else(|| "the workspace settings".into());
+            vec![format!(
+                "ignored from {file}: `{SETTINGS_KEY}` {}; a workspace's settings may only \
+                 tighten the sandbox unless `trustedFolders` in ~/.gantry/settings.json lists \
+                 the folder",
+                layered.ignored.join("; ")
+            )]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

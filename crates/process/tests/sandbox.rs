@@ -1,0 +1,314 @@
+//! The sandbox with the real kernel: Landlock and seccomp applied to real
+//! commands under the real reaper. Writes outside the writable places
+//! fail and leave nothing; writes inside work; a grandchild and a process
+//! that left the group are confined too; `network: false` refuses a
+//! loopback connection and a UDP socket that `network: true` allows; the
+//! test process itself (Gantry) stays unconfined.
+//!
+//! These need Landlock ABI 4; without it they fail, unless
+//! `GANTRY_SKIP_SANDBOX=1` asks to skip them.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gantry_process::sandbox::{FS_ABI, Mode, NET_ABI, Policy, kernel_abi};
+use gantry_process::{Command, Reach, Sandbox, Stderr, Stdout};
+
+const BOUND: Duration = Duration::from_secs(20);
+
+/// Whether the sandbox tests run: always, unless skipped on request; a
+/// kernel that cannot run them is a failure that says so.
+fn landlock_here() -> bool {
+    if std::env::var("GANTRY_SKIP_SANDBOX").as_deref() == Ok("1") {
+        eprintln!("skipped on request (GANTRY_SKIP_SANDBOX=1)");
+        return false;
+    }
+    let abi = kernel_abi();
+    assert!(
+        abi >= NET_ABI,
+        "this kernel offers Landlock ABI {abi}; the sandbox tests need {NET_ABI} (set \
+         GANTRY_SKIP_SANDBOX=1 to skip them on purpose)"
+    );
+    gantry_process::reaper::use_program(env!("CARGO_BIN_EXE_gantry-reap"));
+    assert_eq!(gantry_process::reaper::reach(), Reach::Descendants);
+    true
+}
+
+/// A directory outside the temp directory and the caches, so only a rule
+/// of its own makes it writable.
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn sandbox(mode: Mode, network: bool, workspace: &Path) -> Sandbox {
+    let policy = Policy {
+        mode,
+        mode_chosen: true,
+        network,
+        ..Policy::default()
+    };
+    let sandbox = Sandbox::new(policy, &[workspace.to_path_buf()]);
+    assert!(sandbox.confines(), "{:?}", sandbox.status());
+    sandbox
+}
+
+/// Runs `script` with bash in `dir`, confined by `sandbox`: its exit code
+/// and its output (stdout and stderr together).
+async fn run(sandbox: &Sandbox, dir: &Path, script: &str) -> (i32, String) {
+    let child = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .stdout(Stdout::Capture {
+            head: 1 << 16,
+            tail: 1 << 16,
+        })
+        .stderr(Stderr::Stdout)
+        .sandbox(sandbox)
+        .spawn()
+        .unwrap();
+    let status = tokio::time::timeout(BOUND, child.wait())
+        .await
+        .expect("the command ends")
+        .unwrap();
+    tokio::time::timeout(BOUND, child.output().unwrap().finished())
+        .await
+        .unwrap();
+    let output = child.output().unwrap().lock();
+    let text = String::from_utf8_lossy(output.head()).into_owned()
+        + &String::from_utf8_lossy(&output.tail());
+    (status.code().unwrap_or(-1), text)
+}
+
+#[tokio::test]
+async fn writes_land_only_in_the_writable_places_and_refusals_are_explained() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let outside = scratch();
+    let sandbox = sandbox(Mode::WorkspaceWrite, true, workspace.path());
+    let target = outside.path().join("escaped");
+
+    let (code, output) = run(
+        &sandbox,
+        workspace.path(),
+        &format!(
+            "echo inside > made.txt && mkdir -p sub/deeper && echo x > sub/deeper/f && \
+             echo tmp > \"${{TMPDIR:-/tmp}}/gantry-sandbox-$$\" && rm \"${{TMPDIR:-/tmp}}/gantry-sandbox-$$\" && \
+             echo ok > /dev/null && echo inside-done && touch {}",
+            target.display()
+        ),
+    )
+    .await;
+    assert_ne!(code, 0, "{output}");
+    assert!(output.contains("inside-done"), "{output}");
+    assert!(output.contains("Permission denied"), "{output}");
+    assert!(!target.exists(), "the sandbox let {} be created", target.display());
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("made.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(workspace.path().join("sub/deeper/f").is_file());
+
+    let explained = sandbox.explain(&output).expect("the refusal is explained");
+    assert!(explained.contains(&target.display().to_string()), "{explained}");
+    assert!(explained.contains("writableRoots"), "{explained}");
+    assert!(explained.contains("sandbox: false"), "{explained}");
+    // A failure that is not the sandbox's is not blamed on it.
+    assert_eq!(sandbox.explain("error: no such file: /nope/x"), None);
+    assert_eq!(
+        sandbox.explain(&format!(
+            "cannot open '{}': Permission denied",
+            workspace.path().join("x").display()
+        )),
+        None
+    );
+
+    // Truncating and removing a file outside are refused too.
+    let kept = outside.path().join("kept");
+    std::fs::write(&kept, "precious").unwrap();
+    let (_, output) = run(
+        &sandbox,
+        workspace.path(),
+        &format!(": > {0}; rm -f {0}; mv {0} {0}.moved", kept.display()),
+    )
+    .await;
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "precious", "{output}");
+
+    // Gantry itself (this process) is not confined by any of it.
+    std::fs::write(&target, "gantry may").unwrap();
+}
+
+#[tokio::test]
+async fn writable_roots_widen_and_read_only_narrows() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let extra = scratch();
+    let policy = Policy {
+        mode: Mode::WorkspaceWrite,
+        mode_chosen: true,
+        writable_roots: vec![extra.path().to_path_buf()],
+        ..Policy::default()
+    };
+    let widened = Sandbox::new(policy, &[workspace.path().to_path_buf()]);
+    let (code, output) = run(
+        &widened,
+        workspace.path(),
+        &format!("touch {}/allowed", extra.path().display()),
+    )
+    .await;
+    assert_eq!(code, 0, "{output}");
+    assert!(extra.path().join("allowed").exists());
+
+    let read_only = sandbox(Mode::ReadOnly, true, workspace.path());
+    let (code, output) = run(
+        &read_only,
+        workspace.path(),
+        "cat /etc/hostname >/dev/null && echo read-ok && touch made-here",
+    )
+    .await;
+    assert_ne!(code, 0, "{output}");
+    assert!(output.contains("read-ok"), "{output}");
+    assert!(!workspace.path().join("made-here").exists());
+}
+
+#[tokio::test]
+async fn grandchildren_and_processes_that_left_the_group_are_confined() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let outside = scratch();
+    let sandbox = sandbox(Mode::WorkspaceWrite, true, workspace.path());
+    let (a, b) = (outside.path().join("a"), outside.path().join("b"));
+    let (_, output) = run(
+        &sandbox,
+        workspace.path(),
+        &format!(
+            "(sh -c 'touch {a}' ; echo grandchild:$?) & wait; \
+             setsid sh -c 'touch {b}; echo setsid:$?' & wait",
+            a = a.display(),
+            b = b.display()
+        ),
+    )
+    .await;
+    assert!(output.contains("grandchild:1"), "{output}");
+    assert!(output.contains("setsid:1"), "{output}");
+    assert!(!a.exists() && !b.exists(), "{output}");
+}
+
+#[tokio::test]
+async fn network_false_refuses_sockets_that_network_true_allows() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = format!("echo hello > /dev/tcp/127.0.0.1/{port} && echo connected");
+    let udp = "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print(\"udp-ok\")'";
+
+    let open = sandbox(Mode::WorkspaceWrite, true, workspace.path());
+    let (code, output) = run(&open, workspace.path(), &connect).await;
+    assert_eq!(code, 0, "{output}");
+    let (mut peer, _) = listener.accept().unwrap();
+    let mut got = String::new();
+    peer.read_to_string(&mut got).unwrap();
+    assert_eq!(got, "hello\n");
+    let (code, output) = run(&open, workspace.path(), udp).await;
+    assert_eq!((code, output.trim()), (0, "udp-ok"));
+
+    let closed = sandbox(Mode::WorkspaceWrite, false, workspace.path());
+    let (code, output) = run(&closed, workspace.path(), &connect).await;
+    assert_ne!(code, 0, "{output}");
+    assert!(!output.contains("connected"), "{output}");
+    let explained = closed.explain(&output).expect("explained");
+    assert!(explained.contains("network"), "{explained}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_err(), "a connection got through");
+    let (code, output) = run(&closed, workspace.path(), udp).await;
+    assert_ne!(code, 0, "{output}");
+    assert!(output.contains("PermissionError"), "{output}");
+    // Unix sockets still work: the reaper's own control socket does.
+    let (code, output) = run(
+        &closed,
+        workspace.path(),
+        "python3 -c 'import socket; socket.socketpair(); print(\"unix-ok\")'",
+    )
+    .await;
+    assert_eq!((code, output.trim()), (0, "unix-ok"));
+
+    assert_eq!(
+        closed.needs_loopback_tcp("debugpy").unwrap_err(),
+        "debugpy talks over loopback TCP, which `sandbox.network: false` denies; allow the \
+         network in the `sandbox` settings to use it"
+    );
+    assert!(open.needs_loopback_tcp("debugpy").is_ok());
+}
+
+#[tokio::test]
+async fn a_kernel_without_landlock_refuses_a_chosen_mode_and_defaults_to_off() {
+    // Rules are never built here for ABI 0, so this runs on any kernel.
+    gantry_process::reaper::use_program(env!("CARGO_BIN_EXE_gantry-reap"));
+    let workspace = scratch();
+    let roots = [workspace.path().to_path_buf()];
+    let chosen = Policy {
+        mode: Mode::WorkspaceWrite,
+        mode_chosen: true,
+        ..Policy::default()
+    };
+    let refused = Sandbox::on_kernel(chosen, &roots, 0);
+    let error = Command::new("true").sandbox(&refused).spawn().unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("needs Landlock ABI 3"), "{message}");
+    assert!(message.contains("\"mode\": \"off\""), "{message}");
+
+    let default = Sandbox::on_kernel(Policy::default(), &roots, 0);
+    assert!(!default.confines() && default.refusal().is_none());
+    assert!(default.status()[0].contains("no Landlock"), "{:?}", default.status());
+    let child = Command::new("true").sandbox(&default).spawn().unwrap();
+    assert!(child.wait().await.unwrap().success());
+
+    // network: false cannot fall back to off: refused.
+    let offline = Policy {
+        network: false,
+        ..Policy::default()
+    };
+    let refused = Sandbox::on_kernel(offline, &roots, FS_ABI);
+    assert!(refused.refusal().unwrap().contains("sandbox.network: false"));
+}
+
+/// What the sandbox writes nowhere: every test above leaves its
+/// workspace as its commands made it, and this one checks that a confined
+/// command that only reads leaves it byte for byte.
+#[tokio::test]
+async fn a_command_that_only_reads_leaves_the_workspace_unchanged() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    std::fs::write(workspace.path().join("a.txt"), "a").unwrap();
+    let before = listing(workspace.path());
+    let sandbox = sandbox(Mode::WorkspaceWrite, false, workspace.path());
+    let (code, output) = run(&sandbox, workspace.path(), "cat a.txt; ls -la >/dev/null").await;
+    assert_eq!((code, output.as_str()), (0, "a"));
+    assert_eq!(listing(workspace.path()), before);
+}
+
+fn listing(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|entry| {
+            let path = entry.path();
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            (path, bytes)
+        })
+        .collect();
+    entries.sort();
+    entries
+}
