@@ -106,6 +106,8 @@ pub struct Command {
     direct: bool,
     /// The sandbox the child is confined in: [`Command::sandbox`].
     sandbox: Option<Sandbox>,
+    /// Descriptors the child keeps at their numbers: [`Command::pass_fd`].
+    passed: Vec<std::sync::Arc<OwnedFd>>,
 }
 
 impl Command {
@@ -123,6 +125,7 @@ impl Command {
             stderr: Stderr::default(),
             direct: false,
             sandbox: None,
+            passed: Vec::new(),
         }
     }
 
@@ -201,6 +204,18 @@ impl Command {
         self
     }
 
+    /// Hands `fd` to the child at the number it has here, which this
+    /// returns so the caller can tell the child (an argument, a variable):
+    /// a dedicated channel beside stdio, such as a kernel's protocol
+    /// pipes. Gantry's copy closes when this command is dropped; drop it
+    /// after the spawn so the child's end is the only one. See
+    /// [`crate::pass`].
+    pub fn pass_fd(&mut self, fd: OwnedFd) -> RawFd {
+        let number = fd.as_raw_fd();
+        self.passed.push(std::sync::Arc::new(fd));
+        number
+    }
+
     /// Confines the child (and, under a reaper, the reaper with it) in
     /// `sandbox`: see [`crate::sandbox`]. [`Command::spawn`] then fails,
     /// saying why and how to proceed, where the sandbox cannot confine.
@@ -258,6 +273,7 @@ impl Command {
         if let Some(sandbox) = &self.sandbox {
             sandbox.confine(&mut command)?;
         }
+        crate::pass::keep_open(&mut command, &self.passed);
         let out = match self.stdout {
             Stdout::Null => None,
             Stdout::Piped | Stdout::Capture { .. } => Some(io::pipe()?),

@@ -20,6 +20,8 @@
 //!   why.
 //! - [`framing`]: `Content-Length` framing, the base protocol of LSP and
 //!   DAP alike.
+//! - [`pass`]: descriptors a child keeps beside its stdio (a kernel's
+//!   protocol pipes).
 //! - [`pending`]: requests waiting for their answers, by JSON-RPC id or
 //!   DAP `seq`, failed all at once when the peer exits.
 //! - [`sandbox`]: what a command run for the model may do once it runs:
@@ -51,6 +53,7 @@ pub mod capture;
 pub mod child;
 pub mod env;
 pub mod framing;
+pub mod pass;
 pub mod pending;
 pub mod program;
 pub mod reaper;
