@@ -218,7 +218,10 @@ mod tests {
                 markdown: "see".into(),
             },
         );
-        assert_eq!(model_text(&result), "see\n[image: image/png, 10 bytes, not shown]");
+        assert_eq!(
+            model_text(&result),
+            "see\n[image: image/png, 10 bytes, not shown]"
+        );
     }
 
     #[test]

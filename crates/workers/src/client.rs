@@ -214,8 +214,8 @@ fn chain(error: &dyn std::error::Error) -> String {
 
 /// A non-streamed answer.
 fn parse_whole(body: &[u8]) -> Result<Reply, String> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| format!("the model's answer is not JSON: {e}"))?;
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("the model's answer is not JSON: {e}"))?;
     if let Some(error) = value.get("error") {
         return Err(format!("the model endpoint reported an error: {error}"));
     }
@@ -311,7 +311,8 @@ impl SseEvents {
                     complete.push(std::mem::take(&mut self.data).join("\n"));
                 }
             } else if let Some(data) = line.strip_prefix("data:") {
-                self.data.push(data.strip_prefix(' ').unwrap_or(data).to_string());
+                self.data
+                    .push(data.strip_prefix(' ').unwrap_or(data).to_string());
             }
             // Comments (`:`), `event:`, `id:` and `retry:` carry nothing
             // the chat-completions stream needs.

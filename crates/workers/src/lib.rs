@@ -47,9 +47,9 @@ pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("work
 /// configure a tier; otherwise withholds them, saying how to configure one.
 pub fn register(builder: RunBuilder) -> RunBuilder {
     let Some(config) = settings::resolve(builder.current_settings()).config else {
-        return TOOL_NAMES
-            .iter()
-            .fold(builder, |builder, name| builder.withhold(name, HOW_TO_CONFIGURE));
+        return TOOL_NAMES.iter().fold(builder, |builder, name| {
+            builder.withhold(name, HOW_TO_CONFIGURE)
+        });
     };
     let pool = Arc::new(Pool::new(config.max_running, builder.notices()));
     let shared = Shared {

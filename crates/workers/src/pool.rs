@@ -344,7 +344,10 @@ impl Pool {
                 if known.is_empty() {
                     format!("worker_id: no worker `{id}`; none was spawned in this run")
                 } else {
-                    format!("worker_id: no worker `{id}`; this run has {}", known.join(", "))
+                    format!(
+                        "worker_id: no worker `{id}`; this run has {}",
+                        known.join(", ")
+                    )
                 }
             })
     }

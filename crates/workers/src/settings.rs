@@ -113,7 +113,10 @@ pub struct WorkersConfig {
 impl WorkersConfig {
     /// The tier a spawn without `tier` gets: `fast` when configured.
     pub fn default_tier(&self) -> TierName {
-        self.tiers.first().map(|(name, _)| *name).unwrap_or(TierName::Fast)
+        self.tiers
+            .first()
+            .map(|(name, _)| *name)
+            .unwrap_or(TierName::Fast)
     }
 
     /// The endpoint of `tier`, or what is wrong with it.
@@ -231,9 +234,9 @@ fn endpoint(name: TierName, tier: TierSection) -> Result<Endpoint, String> {
              `model` of an OpenAI-compatible endpoint instead"
         ));
     }
-    let base_url = tier.base_url.ok_or_else(|| {
-        format!("`{key}.baseUrl`: missing; e.g. \"http://127.0.0.1:8080/v1\"")
-    })?;
+    let base_url = tier
+        .base_url
+        .ok_or_else(|| format!("`{key}.baseUrl`: missing; e.g. \"http://127.0.0.1:8080/v1\""))?;
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(format!(
             "`{key}.baseUrl`: expected an http:// or https:// URL, got `{base_url}`"
@@ -280,10 +283,16 @@ mod tests {
         }}));
         let config = out.config.unwrap();
         assert_eq!(config.default_tier(), TierName::Fast);
-        assert_eq!(config.endpoint(TierName::Good).unwrap().base_url, "http://h/v1");
+        assert_eq!(
+            config.endpoint(TierName::Good).unwrap().base_url,
+            "http://h/v1"
+        );
         assert_eq!(config.endpoint(TierName::Good).unwrap().model, "big");
         assert!(!config.endpoint(TierName::Fast).unwrap().stream);
-        assert_eq!(config.surface, Surface::new(Tier::Write, ApprovalMode::AutoEdit));
+        assert_eq!(
+            config.surface,
+            Surface::new(Tier::Write, ApprovalMode::AutoEdit)
+        );
         assert_eq!((config.max_running, config.max_turns), (8, 50));
     }
 
@@ -295,7 +304,10 @@ mod tests {
         assert!(error.contains("not yet supported"), "{error}");
         assert!(out.warnings[0].contains("not yet supported"));
         let missing = config.endpoint(TierName::Fast).unwrap_err();
-        assert!(missing.contains("`fast` is not configured; configured: good"), "{missing}");
+        assert!(
+            missing.contains("`fast` is not configured; configured: good"),
+            "{missing}"
+        );
     }
 
     #[test]

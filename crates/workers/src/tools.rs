@@ -17,7 +17,13 @@ use crate::settings::{TierName, WorkersConfig};
 
 /// The names of this family's tools, never offered to a worker's model
 /// (workers do not spawn workers).
-pub const TOOL_NAMES: [&str; 5] = ["vibe_spawn", "vibe_send", "vibe_wait", "vibe_kill", "vibe_list"];
+pub const TOOL_NAMES: [&str; 5] = [
+    "vibe_spawn",
+    "vibe_send",
+    "vibe_wait",
+    "vibe_kill",
+    "vibe_list",
+];
 
 /// `vibe_wait`'s wait unless the call says otherwise.
 const DEFAULT_WAIT_SECONDS: u64 = 300;
@@ -131,10 +137,18 @@ impl Tool for Spawner {
     }
 
     fn describe(&self, params: &SpawnParams) -> String {
-        format!("start worker `{}`: {}", params.label, agent::first_line(&params.brief))
+        format!(
+            "start worker `{}`: {}",
+            params.label,
+            agent::first_line(&params.brief)
+        )
     }
 
-    async fn execute(&self, params: SpawnParams, ctx: ToolContext) -> Result<ToolResult, ToolError> {
+    async fn execute(
+        &self,
+        params: SpawnParams,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
         let config = &self.0.config;
         let tier = params.tier.unwrap_or_else(|| config.default_tier());
         let client = ChatClient::new(config.endpoint(tier).map_err(ToolError::Failed)?)
@@ -197,7 +211,11 @@ impl Tool for Sender {
     }
 
     fn describe(&self, params: &SendParams) -> String {
-        format!("tell worker {}: {}", params.worker_id, agent::first_line(&params.message))
+        format!(
+            "tell worker {}: {}",
+            params.worker_id,
+            agent::first_line(&params.message)
+        )
     }
 
     async fn execute(&self, params: SendParams, _: ToolContext) -> Result<ToolResult, ToolError> {
@@ -237,7 +255,11 @@ impl Tool for Waiter {
     }
 
     async fn execute(&self, params: WaitParams, ctx: ToolContext) -> Result<ToolResult, ToolError> {
-        let worker = self.0.pool.get(&params.worker_id).map_err(ToolError::Failed)?;
+        let worker = self
+            .0
+            .pool
+            .get(&params.worker_id)
+            .map_err(ToolError::Failed)?;
         let seconds = params
             .timeout_seconds
             .unwrap_or(DEFAULT_WAIT_SECONDS)
@@ -314,7 +336,11 @@ impl Tool for Killer {
     }
 
     async fn execute(&self, params: KillParams, _: ToolContext) -> Result<ToolResult, ToolError> {
-        let worker = self.0.pool.get(&params.worker_id).map_err(ToolError::Failed)?;
+        let worker = self
+            .0
+            .pool
+            .get(&params.worker_id)
+            .map_err(ToolError::Failed)?;
         let was = worker.record().status;
         worker.kill().await;
         let said = match was {
