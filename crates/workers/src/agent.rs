@@ -4,9 +4,10 @@
 //! results back as function responses, until it answers without a call or
 //! its turns run out.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use gantry_core::{Caller, Display, Listing, Part, ToolResult};
+use gantry_core::{CallOptions, Caller, Chain, Display, Listing, Part, Run, ToolResult, lock};
 use serde_json::{Value, json};
 
 use crate::client::{ChatClient, Reply, ToolCall, Usage};
@@ -40,7 +41,15 @@ pub struct Agent {
     pub tools: Vec<Value>,
     /// Model turns per run of the loop.
     pub max_turns: u32,
+    /// The run, to stop what the worker left running in the background.
+    pub run: Run,
+    /// Background jobs its calls started (`is_background`), as the tool
+    /// and the handle it returned, stopped when the worker is killed.
+    pub background: Mutex<Vec<(String, String)>>,
 }
+
+/// How long stopping one background job may take.
+const STOP_BACKGROUND_BOUND: Duration = Duration::from_secs(5);
 
 /// The system prompt every worker starts with.
 pub const SYSTEM_PROMPT: &str = "You are a background worker of a coding agent. Carry out the \
@@ -105,13 +114,57 @@ impl Agent {
                 }
             }
         };
+        let in_background = arguments.get("is_background") == Some(&Value::Bool(true));
         match self.caller.call(&call.name, arguments).await {
-            Ok(result) => (model_text(&result), display_text(&result)),
+            Ok(result) => {
+                let text = model_text(&result);
+                if in_background {
+                    let mut background = lock(&self.background);
+                    for handle in handles(&text) {
+                        let job = (call.name.clone(), handle);
+                        if !background.contains(&job) {
+                            background.push(job);
+                        }
+                    }
+                }
+                (text, display_text(&result))
+            }
             Err(error) => {
                 let message = format!("error: {}", error.message);
                 (message.clone(), message)
             }
         }
+    }
+
+    /// Stops every background job the worker's calls started (a tool's
+    /// `handle` + `kill: true`, SPEC §5), on the run's own surface since
+    /// the worker's calls are cancelled by now; what happened, one line
+    /// each.
+    pub async fn stop_background(&self) -> Vec<String> {
+        let jobs = std::mem::take(&mut *lock(&self.background));
+        let mut lines = Vec::new();
+        for (tool, handle) in jobs {
+            let options = CallOptions {
+                chain: Some(Chain::default()),
+                ..CallOptions::default()
+            };
+            let stop = self
+                .run
+                .call_with(&tool, json!({"handle": handle, "kill": true}), options);
+            lines.push(
+                match tokio::time::timeout(STOP_BACKGROUND_BOUND, stop).await {
+                    Ok(Ok(_)) => format!("background job {handle} stopped"),
+                    Ok(Err(error)) => {
+                        format!("background job {handle} not stopped: {}", error.message)
+                    }
+                    Err(_) => format!(
+                        "background job {handle} not stopped within {} s",
+                        STOP_BACKGROUND_BOUND.as_secs()
+                    ),
+                },
+            );
+        }
+        lines
     }
 
     fn names(&self) -> Vec<&str> {
@@ -124,6 +177,17 @@ impl Agent {
     fn offers(&self, name: &str) -> bool {
         self.names().contains(&name)
     }
+}
+
+/// The background handles (`bg_1`) a result names.
+fn handles(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.match_indices("bg_").filter_map(|(at, _)| {
+        let digits = text[at + 3..]
+            .bytes()
+            .take_while(u8::is_ascii_digit)
+            .count();
+        (digits > 0).then(|| text[at..at + 3 + digits].to_string())
+    })
 }
 
 /// The function declarations for `listings`, those whose names a model
@@ -202,6 +266,13 @@ mod tests {
         assert!(!valid_name("a.b"));
         assert!(!valid_name(&"x".repeat(65)));
         assert!(valid_name(&"x".repeat(64)));
+    }
+
+    #[test]
+    fn background_handles_are_found_once_each() {
+        let found: Vec<String> =
+            handles("Started in the background as bg_12 (process group 7); bg_ x").collect();
+        assert_eq!(found, ["bg_12"]);
     }
 
     #[test]

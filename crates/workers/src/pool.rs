@@ -204,8 +204,16 @@ impl Worker {
 
     /// Stops it for good: its loop and every call it has in flight are
     /// cancelled (a cancelled shell call kills its process group), and the
-    /// kill returns once the loop has let go of them.
-    pub async fn kill(&self) {
+    /// kill returns once the loop has let go of them and the background
+    /// jobs its calls started are stopped; one line for each of those.
+    pub async fn kill(&self) -> Vec<String> {
+        self.stop_loop().await;
+        self.agent.stop_background().await
+    }
+
+    /// Marks it killed, cancels its loop and waits (bounded) for the loop
+    /// to let go of what it was doing.
+    async fn stop_loop(&self) {
         self.mark_killed();
         self.cancel.cancel();
         let task = lock(&self.task).take();
@@ -371,12 +379,13 @@ impl Resource for Pool {
         "workers".into()
     }
 
-    /// Kills every worker and lets go of them (a worker's caller holds the
-    /// run, so keeping them would keep the run alive).
+    /// Stops every worker's loop and lets go of them (a worker's caller
+    /// holds the run, so keeping them would keep the run alive); their
+    /// background jobs end with the run's own job table.
     async fn shutdown(&self) {
         let workers = std::mem::take(&mut *lock(&self.workers));
         for worker in workers {
-            worker.kill().await;
+            worker.stop_loop().await;
         }
     }
 

@@ -179,6 +179,8 @@ impl Tool for Spawner {
                     caller,
                     tools: agent::declarations(&offered),
                     max_turns: config.max_turns,
+                    run: ctx.run.clone(),
+                    background: Default::default(),
                 },
             })
             .map_err(ToolError::Failed)?;
@@ -342,16 +344,17 @@ impl Tool for Killer {
             .get(&params.worker_id)
             .map_err(ToolError::Failed)?;
         let was = worker.record().status;
-        worker.kill().await;
+        let background = worker.kill().await;
         let said = match was {
             Status::Running => "its loop and every process its tool calls started are stopped",
             Status::Killed => "it was already killed",
             _ => "it was not running; it now takes no more messages",
         };
-        Ok(ToolResult::text(format!(
-            "Killed worker {} ({}): {said}.",
-            worker.id, worker.label
-        )))
+        let mut text = format!("Killed worker {} ({}): {said}.", worker.id, worker.label);
+        for line in background {
+            text.push_str(&format!("\n- {line}"));
+        }
+        Ok(ToolResult::text(text))
     }
 }
 

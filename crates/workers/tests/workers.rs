@@ -317,8 +317,11 @@ async fn a_kill_mid_run_stops_the_command_and_every_process_it_started() {
         "echo $$ > {pids}; sleep 30 & echo $! >> {pids}; wait; echo changed > victim.txt",
         pids = pids.display()
     );
+    let server_pid = outside.path().join("server.pid");
+    let server = format!("echo $$ > {}; exec sleep 40", server_pid.display());
     let peer = Peer::start(json!({"conversations": {
         "BRIEF-KILL": [
+            {"tool_calls": [{"name": "shell", "arguments": {"command": server, "is_background": true}}]},
             {"tool_calls": [{"name": "shell", "arguments": {"command": command}}]},
             {"tool_calls": [{"name": "write_file", "arguments": {"path": "victim.txt", "content": "changed\n"}}]},
             {"content": "done"}
@@ -348,6 +351,13 @@ async fn a_kill_mid_run_stops_the_command_and_every_process_it_started() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert_eq!(started.len(), 2, "the worker's command did not start");
+    started.push(
+        std::fs::read_to_string(&server_pid)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap(),
+    );
     assert!(started.iter().all(|pid| alive(*pid)));
 
     let busy = err(
@@ -374,7 +384,7 @@ async fn a_kill_mid_run_stops_the_command_and_every_process_it_started() {
     assert_eq!(read(&run, "victim.txt"), "original\n");
     assert_eq!(
         peer.conversation("BRIEF-KILL").len(),
-        1,
+        2,
         "no function response went back"
     );
 
