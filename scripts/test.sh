@@ -6,6 +6,7 @@
 # fails. To skip on purpose (each skip is said at the end of the run):
 #   GANTRY_SKIP_LSP=1          the tests that drive real language servers
 #   GANTRY_SKIP_CONFORMANCE=1  the official MCP conformance suite
+#   GANTRY_SKIP_SANDBOX=1      the tests that need the kernel's Landlock (ABI 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,8 @@ skipped=()
   skipped+=("GANTRY_SKIP_LSP=1: the tests that drive real language servers (crates/lsp/tests, the lsp calls of crates/cli/tests/seed_calls.rs, tests/e2e/test_lsp.py)")
 [ "${GANTRY_SKIP_CONFORMANCE:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_CONFORMANCE=1: the MCP conformance suite (tests/e2e/test_conformance.py)")
+[ "${GANTRY_SKIP_SANDBOX:-}" = 1 ] &&
+  skipped+=("GANTRY_SKIP_SANDBOX=1: the tests that confine real commands with Landlock and seccomp (crates/process/tests/sandbox.rs, crates/shell/tests/sandbox.rs)")
 say_skipped() {
   local line
   for line in "${skipped[@]}"; do
@@ -40,6 +43,7 @@ apt_install ripgrep fd-find
 
 python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
 [ "${GANTRY_SKIP_LSP:-}" = 1 ] || scripts/install-lsp.sh
+scripts/install-sandbox.sh
 # The official MCP conformance suite, with the Node >= 22 it needs.
 if [ "${GANTRY_SKIP_CONFORMANCE:-}" != 1 ]; then
   GANTRY_CONFORMANCE_BIN="$(scripts/install-conformance.sh)"

@@ -99,7 +99,8 @@ impl Jobs {
                 let _ = job.running.rest_of_output().await;
             }
         }
-        let output = render(&job.running.output().lock().take());
+        let mut output = render(&job.running.output().lock().take());
+        output.push_str(&job.running.explain_refusal(&output));
         let status = match job.finished {
             Some((status, took)) => {
                 format!("{} after {} s", describe_status(status), took.as_secs())

@@ -1,6 +1,8 @@
 //! The `shell` tool (SPEC §5): `bash -c` in its own process group, inside the
 //! workspace, with a timeout, bounded output, and background jobs that end
-//! with the run.
+//! with the run. Every command runs in the run's sandbox
+//! ([`gantry_process::sandbox`]); `sandbox: false` runs one outside it,
+//! only with a person's yes.
 //!
 //! ```no_run
 //! # async fn demo(run: gantry_core::Run) {
@@ -19,8 +21,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gantry_core::{
-    Run, RunBuilder, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, async_trait,
+    ApprovalMode, Run, RunBuilder, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
+    async_trait,
 };
+use gantry_process::Sandbox;
+use gantry_process::sandbox::Refusal;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -57,10 +62,31 @@ async fn report_progress(
 }
 
 /// The family as the run assembly wires it: `shellEnvironmentPolicy`
-/// decides what its commands inherit, and `gantry status` says so.
+/// decides what its commands inherit and `sandbox` what they may do, and
+/// `gantry status` says both.
 pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("shell", register)
-    .settings(&[gantry_process::env::SETTINGS_KEY], env::check)
-    .status(env::status);
+    .settings(
+        &[
+            gantry_process::env::SETTINGS_KEY,
+            gantry_process::sandbox::SETTINGS_KEY,
+        ],
+        check,
+    )
+    .status(status);
+
+/// The family's settings check: the environment policy and the sandbox.
+fn check(settings: &gantry_core::Settings) -> Vec<String> {
+    let mut warnings = env::check(settings);
+    warnings.extend(gantry_process::sandbox::check(settings));
+    warnings
+}
+
+/// `gantry status`: what commands inherit, and the sandbox they run in.
+fn status(run: &Run) -> Vec<String> {
+    let mut lines = env::status(run);
+    lines.extend(Sandbox::for_run(run).status());
+    lines
+}
 
 /// Adds `shell` with a fresh job table owned by the run, and the
 /// environment policy of the run's settings.
@@ -100,6 +126,17 @@ pub struct ShellParams {
     pub handle: Option<String>,
     /// With `handle`: stop the background command and everything it started.
     pub kill: Option<bool>,
+    /// `false` runs this command outside the sandbox, free to write
+    /// anywhere and to use the network. Only for something the sandbox
+    /// refused that the task truly needs; the user must approve it.
+    pub sandbox: Option<bool>,
+}
+
+impl ShellParams {
+    /// Whether the call asks to run outside the sandbox.
+    fn unconfined(&self) -> bool {
+        self.sandbox == Some(false)
+    }
 }
 
 #[async_trait]
@@ -138,6 +175,7 @@ impl Tool for Shell {
                     ("directory", params.directory.is_some()),
                     ("timeout", params.timeout.is_some()),
                     ("is_background", params.is_background.is_some()),
+                    ("sandbox", params.sandbox.is_some()),
                 ];
                 match extra.iter().find(|(_, given)| *given) {
                     Some((name, _)) => Err(format!("{name}: does not apply when polling a background job by `handle`")),
@@ -148,10 +186,16 @@ impl Tool for Shell {
     }
 
     fn describe(&self, params: &ShellParams) -> String {
+        let outside = if params.unconfined() {
+            "OUTSIDE THE SANDBOX (may write anywhere and use the network), "
+        } else {
+            ""
+        };
         match (&params.command, &params.handle) {
             (Some(command), _) if params.is_background == Some(true) => {
-                format!("start in the background: {command}")
+                format!("start {outside}in the background: {command}")
             }
+            (Some(command), _) if params.unconfined() => format!("run {outside}{command}"),
             (Some(command), _) => format!("run: {command}"),
             (None, Some(handle)) if params.kill == Some(true) => {
                 format!("stop background job {handle}")
@@ -182,6 +226,7 @@ impl Tool for Shell {
                 report.status, report.command
             )));
         }
+        let unconfined = params.unconfined();
         let command = params.command.unwrap_or_default();
         let dir = ctx
             .run
@@ -198,8 +243,23 @@ impl Tool for Shell {
             .env
             .as_ref()
             .map_err(|e| ToolError::failed(format!("shell cannot run commands: {e}")))?;
-        let running = process::spawn(&command, &dir, env)
-            .map_err(|e| ToolError::failed(format!("cannot start bash: {e}")))?;
+        let sandbox = match unconfined {
+            true => {
+                approved_outside(&ctx)?;
+                None
+            }
+            false => Some(Sandbox::of(&ctx.run).await),
+        };
+        let running = process::spawn(&command, &dir, env, sandbox).map_err(|e| {
+            ToolError::failed(match Refusal::of(&e) {
+                Some(refusal) => format!("`{command}` was not run: {refusal}"),
+                None => format!("cannot start bash: {e}"),
+            })
+        })?;
+        let outside = match unconfined {
+            true => "\n[run outside the sandbox, as the user approved]",
+            false => "",
+        };
 
         if params.is_background == Some(true) {
             let pgid = running.pgid();
@@ -207,7 +267,7 @@ impl Tool for Shell {
             return Ok(ToolResult::text(format!(
                 "Started in the background as {handle} (process group {pgid}) in {shown_dir}.\n\
                  Poll it with {{\"handle\": \"{handle}\"}}; stop it with {{\"handle\": \"{handle}\", \"kill\": true}}. \
-                 It is stopped when the run ends."
+                 It is stopped when the run ends.{outside}"
             )));
         }
 
@@ -228,9 +288,10 @@ impl Tool for Shell {
             return Err(ToolError::failed(format!(
                 "`{command}` timed out after {} s; {}. For long-running commands use \
                  is_background, or a larger timeout (max {MAX_TIMEOUT}).\n\
-                 Output before the timeout:\n{output}{unread}",
+                 Output before the timeout:\n{output}{unread}{}",
                 timeout.as_secs(),
                 process::describe_kill(killed, running.reach()),
+                running.explain_refusal(&output),
             )));
         };
         let status = status?;
@@ -239,9 +300,25 @@ impl Tool for Shell {
         let unread = running.rest_of_output().await;
         let output = running.output_text();
         Ok(ToolResult::text(format!(
-            "$ {command}\n{output}{unread}\n[{} after {:.1} s, in {shown_dir}]",
+            "$ {command}\n{output}{unread}\n[{} after {:.1} s, in {shown_dir}]{}{outside}",
             process::describe_status(status),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            running.explain_refusal(&output),
         )))
+    }
+}
+
+/// Whether a run outside the sandbox had a person's yes: Gantry's own
+/// confirmation under `default` and `auto-edit` (the pipeline asked before
+/// this call ran), the client's own prompt under `client`. Under `yolo`
+/// no one is asked, and the sandbox is the only guard left: refused.
+fn approved_outside(ctx: &ToolContext) -> Result<(), ToolError> {
+    match ctx.surface().approval {
+        ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Client => Ok(()),
+        mode @ (ApprovalMode::Yolo | ApprovalMode::Plan) => Err(ToolError::failed(format!(
+            "sandbox: false needs a person's yes, and approval mode `{mode}` asks no one, so the \
+             sandbox is the only guard left; the command was not run. Add what it needs to \
+             `sandbox.writableRoots` in ~/.gantry/settings.json, or ask the user to run it"
+        ))),
     }
 }

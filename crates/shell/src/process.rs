@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use gantry_process::{Capture, Child, Command, EnvPolicy, Reach, Stderr, Stdout};
+use gantry_process::{Capture, Child, Command, EnvPolicy, Reach, Sandbox, Stderr, Stdout};
 
 use crate::output::{HEAD_BYTES, TAIL_BYTES, render};
 
@@ -21,13 +21,25 @@ use crate::output::{HEAD_BYTES, TAIL_BYTES, render};
 /// that ends leaves nothing behind.
 pub struct Running {
     child: Child,
+    /// The sandbox it runs in; `None` outside one.
+    sandbox: Option<Sandbox>,
 }
 
 /// Starts `bash -c command` in `dir` as the leader of a new process group,
 /// stdin closed, stdout and stderr captured together in the order written,
-/// with the environment `env` allows (never Gantry's secrets).
-pub fn spawn(command: &str, dir: &Path, env: &EnvPolicy) -> std::io::Result<Running> {
-    let child = Command::new("bash")
+/// with the environment `env` allows (never Gantry's secrets), confined
+/// in `sandbox` (unconfined only when the person approved `None`).
+pub fn spawn(
+    command: &str,
+    dir: &Path,
+    env: &EnvPolicy,
+    sandbox: Option<Sandbox>,
+) -> std::io::Result<Running> {
+    let mut bash = Command::new("bash");
+    if let Some(sandbox) = &sandbox {
+        bash.sandbox(sandbox);
+    }
+    let child = bash
         .arg("-c")
         .arg(command)
         .current_dir(dir)
@@ -43,7 +55,7 @@ pub fn spawn(command: &str, dir: &Path, env: &EnvPolicy) -> std::io::Result<Runn
         })
         .stderr(Stderr::Stdout)
         .spawn()?;
-    Ok(Running { child })
+    Ok(Running { child, sandbox })
 }
 
 impl Running {
@@ -92,6 +104,16 @@ impl Running {
         } else {
             output
         }
+    }
+
+    /// What the sandbox refused, read from `output`, as a paragraph to
+    /// append to the result (empty when nothing was refused).
+    pub fn explain_refusal(&self, output: &str) -> String {
+        self.sandbox
+            .as_ref()
+            .and_then(|sandbox| sandbox.explain(output))
+            .map(|explained| format!("\n{explained}"))
+            .unwrap_or_default()
     }
 
     /// The exit status if the leader already exited.

@@ -27,7 +27,11 @@ pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
         if !REFUSED.iter().any(|word| line.contains(word)) {
             continue;
         }
-        let paths = paths_in(line);
+        // bash's `/dev/tcp/HOST/PORT` is a connection, not a file.
+        let paths: Vec<PathBuf> = paths_in(line)
+            .into_iter()
+            .filter(|path| !path.starts_with("/dev/tcp") && !path.starts_with("/dev/udp"))
+            .collect();
         if paths.is_empty() {
             refused_socket |= !policy.network;
             continue;
@@ -93,7 +97,11 @@ pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
 
 /// Whether a confined command may write `path`.
 fn writable(sandbox: &Sandbox, path: &Path) -> bool {
-    let devices = [Path::new("/dev/null"), Path::new("/dev/tty"), Path::new("/dev/pts")];
+    let devices = [
+        Path::new("/dev/null"),
+        Path::new("/dev/tty"),
+        Path::new("/dev/pts"),
+    ];
     sandbox
         .writable()
         .iter()
@@ -136,17 +144,20 @@ mod tests {
     #[test]
     fn paths_are_read_from_the_shapes_programs_print() {
         let cases = [
-            ("touch: cannot touch '/root/x': Permission denied", "/root/x"),
+            (
+                "touch: cannot touch '/root/x': Permission denied",
+                "/root/x",
+            ),
             ("bash: line 1: /etc/y: Read-only file system", "/etc/y"),
             (
                 "PermissionError: [Errno 13] Permission denied: '/home/u/z'",
                 "/home/u/z",
             ),
+            ("error: failed to open `/opt/a/../b/c`, EACCES", "/opt/b/c"),
             (
-                "error: failed to open `/opt/a/../b/c`, EACCES",
-                "/opt/b/c",
+                "mkdir: cannot create directory ‘/srv/d’: Permission denied",
+                "/srv/d",
             ),
-            ("mkdir: cannot create directory ‘/srv/d’: Permission denied", "/srv/d"),
         ];
         for (line, path) in cases {
             assert_eq!(paths_in(line), vec![PathBuf::from(path)], "{line}");

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use landlock::{
-    ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr,
+    ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr,
 };
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -91,8 +91,8 @@ impl Prepared {
                 .add_rule(PathBeneath::new(fd, access))
                 .map_err(|e| format!("{}: {e}", place.display()))?;
         }
-        let ruleset = Option::<OwnedFd>::from(created)
-            .ok_or("the kernel created no Landlock ruleset")?;
+        let ruleset =
+            Option::<OwnedFd>::from(created).ok_or("the kernel created no Landlock ruleset")?;
         let filter = match network {
             true => None,
             false => Some(socket_filter()?),
@@ -160,12 +160,14 @@ fn socket_filter() -> Result<BpfProgram, String> {
         SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64)
             .map_err(|e| e.to_string())
     };
-    let mut socket_rules = vec![SeccompRule::new(vec![
-        condition(0, SeccompCmpOp::Ne, libc::AF_UNIX)?,
-        condition(0, SeccompCmpOp::Ne, libc::AF_INET)?,
-        condition(0, SeccompCmpOp::Ne, libc::AF_INET6)?,
-    ])
-    .map_err(|e| e.to_string())?];
+    let mut socket_rules = vec![
+        SeccompRule::new(vec![
+            condition(0, SeccompCmpOp::Ne, libc::AF_UNIX)?,
+            condition(0, SeccompCmpOp::Ne, libc::AF_INET)?,
+            condition(0, SeccompCmpOp::Ne, libc::AF_INET6)?,
+        ])
+        .map_err(|e| e.to_string())?,
+    ];
     // The type's low bits; SOCK_NONBLOCK and SOCK_CLOEXEC are above them.
     const TYPE_MASK: u64 = 0xf;
     for family in [libc::AF_INET, libc::AF_INET6] {
@@ -200,5 +202,7 @@ fn socket_filter() -> Result<BpfProgram, String> {
         arch,
     )
     .map_err(|e| e.to_string())?;
-    filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())
 }

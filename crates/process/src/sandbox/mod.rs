@@ -407,7 +407,8 @@ impl Sandbox {
                     ignored: Vec::new(),
                     abi: kernel_abi(),
                     state: State::Refused(format!(
-                        "commands are refused: {error}; fix the `{SETTINGS_KEY}` section"
+                        "the sandbox settings cannot be read, so commands are refused: {error}; fix the \
+                         `{SETTINGS_KEY}` section"
                     )),
                 }),
             },
@@ -528,7 +529,7 @@ impl Sandbox {
             State::Unconfined(_) => Ok(()),
             State::Refused(why) => Err(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
-                why.clone(),
+                Refusal(why.clone()),
             )),
         }
     }
@@ -541,6 +542,19 @@ impl fmt::Debug for Sandbox {
             .field("network", &self.inner.policy.network)
             .field("confines", &self.confines())
             .finish()
+    }
+}
+
+/// The error of a spawn the sandbox refused: why, and how to proceed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(pub String);
+
+impl Refusal {
+    /// The refusal an error of [`Command::spawn`](crate::Command::spawn)
+    /// carries, if the sandbox refused the command.
+    pub fn of(error: &std::io::Error) -> Option<&Refusal> {
+        error.get_ref()?.downcast_ref()
     }
 }
 
@@ -573,7 +587,7 @@ fn decide(policy: &Policy, writable: &[PathBuf], abi: u32) -> State {
             (NET_ABI, "`sandbox.network: false`".to_string())
         };
         return State::Refused(format!(
-            "commands are refused: {what} needs Landlock ABI {needed} and this kernel offers {}; \
+            "the sandbox cannot confine commands here, so they are refused: {what} needs Landlock ABI {needed} and this kernel offers {}; \
              {HOW_TO_TURN_OFF}",
             if abi == 0 {
                 "none".to_string()
@@ -585,7 +599,7 @@ fn decide(policy: &Policy, writable: &[PathBuf], abi: u32) -> State {
     match Prepared::build(writable, policy.network) {
         Ok(prepared) => State::Confined(Arc::new(prepared)),
         Err(error) => State::Refused(format!(
-            "commands are refused: the sandbox could not be built ({error}); {HOW_TO_TURN_OFF}"
+            "the sandbox cannot confine commands here, so they are refused: the sandbox could not be built ({error}); {HOW_TO_TURN_OFF}"
         )),
     }
 }

@@ -16,7 +16,10 @@ fn an_untrusted_workspace_only_tightens() {
     let Layered { policy, ignored } = Policy::layered(user.clone(), workspace.clone(), false);
     assert_eq!(policy.mode, Mode::WorkspaceWrite);
     assert!(policy.writable_roots.is_empty());
-    assert!(!policy.network, "network: false tightens, so it is honoured");
+    assert!(
+        !policy.network,
+        "network: false tightens, so it is honoured"
+    );
     assert_eq!(policy.caches, vec![PathBuf::from("/c/a")]);
     assert_eq!(ignored.len(), 3, "{ignored:?}");
     assert!(ignored[0].starts_with("mode: off"), "{ignored:?}");
@@ -85,7 +88,10 @@ fn what_each_kernel_gets() {
     assert!(old.status()[0].contains("ABI 2 only"), "{:?}", old.status());
     let refused = Sandbox::on_kernel(chosen(Mode::ReadOnly), &roots, 2);
     let why = refused.refusal().unwrap();
-    assert!(why.contains("`sandbox.mode: read-only` needs Landlock ABI 3"), "{why}");
+    assert!(
+        why.contains("`sandbox.mode: read-only` needs Landlock ABI 3"),
+        "{why}"
+    );
     assert!(why.contains("offers 2"), "{why}");
     // The writable places of each mode.
     let write = Sandbox::on_kernel(chosen(Mode::WorkspaceWrite), &roots, 0);
