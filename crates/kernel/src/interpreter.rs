@@ -1,0 +1,133 @@
+//! Which interpreter a kernel runs, and the environment `%pip` installs
+//! into: the project's `.venv` (or `venv`) when it has one, otherwise an
+//! environment Gantry creates once per workspace in its state directory
+//! (`--system-site-packages`, so what the system has stays importable),
+//! so the system Python is never modified and nothing is written into the
+//! checkout.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+/// A kernel's language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Language {
+    /// CPython, with the driver in `drivers/python.py`.
+    Python,
+    /// Node.js, with the driver in `drivers/node.js`.
+    JavaScript,
+}
+
+impl Language {
+    /// The name people use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Language::Python => "Python",
+            Language::JavaScript => "JavaScript",
+        }
+    }
+
+    /// The driver, embedded in the binary and handed to the interpreter
+    /// on its command line.
+    pub fn driver(self) -> &'static str {
+        match self {
+            Language::Python => include_str!("../drivers/python.py"),
+            Language::JavaScript => include_str!("../drivers/node.js"),
+        }
+    }
+}
+
+/// The interpreter a kernel runs and where it came from.
+#[derive(Debug, Clone)]
+pub struct Interpreter {
+    /// The program to start.
+    pub program: PathBuf,
+    /// Where it comes from, for the model: "the project's .venv".
+    pub origin: String,
+    /// A directory the kernel must be able to write to (its own
+    /// environment in the state directory), beyond the sandbox's defaults.
+    pub writable: Option<PathBuf>,
+}
+
+/// How long creating a kernel environment may take.
+const CREATE_BOUND: Duration = Duration::from_secs(120);
+
+/// The interpreter for `language` in the workspace at `root`; for Python
+/// the project's environment, else Gantry's one for this workspace in
+/// `state`, created on first use.
+pub async fn locate(language: Language, root: &Path, state: &Path) -> Result<Interpreter, String> {
+    if language == Language::JavaScript {
+        return Ok(Interpreter {
+            program: "node".into(),
+            origin: "node on PATH".into(),
+            writable: None,
+        });
+    }
+    for dir in [".venv", "venv"] {
+        let python = root.join(dir).join("bin").join("python");
+        if python.is_file() {
+            return Ok(Interpreter {
+                program: python,
+                origin: format!("the project's {dir}"),
+                writable: None,
+            });
+        }
+    }
+    let env = state.join("kernels").join(workspace_key(root)).join("venv");
+    let python = env.join("bin").join("python");
+    if !python.is_file() {
+        create(&env).await?;
+    }
+    Ok(Interpreter {
+        program: python,
+        origin: "Gantry's kernel environment for this workspace".into(),
+        writable: Some(env),
+    })
+}
+
+/// The folder name of a workspace's environment: readable, and unique
+/// per path.
+fn workspace_key(root: &Path) -> String {
+    let digest = Sha256::digest(root.as_os_str().as_encoded_bytes());
+    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    let name = root
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{name}-{hex}")
+}
+
+/// Creates the environment beside its final place and renames it in, so
+/// two runs starting at once never see half of one. Without pip of its
+/// own (fast): `%pip` uses the system's pip, visible through the system
+/// site packages, which installs into the environment.
+async fn create(env: &Path) -> Result<(), String> {
+    let parent = env.parent().expect("an environment path has a parent");
+    std::fs::create_dir_all(parent)
+        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    let building = parent.join(format!("venv.building-{}", std::process::id()));
+    let child = gantry_process::Command::new("python3")
+        .args(["-m", "venv", "--system-site-packages", "--without-pip"])
+        .arg(&building)
+        .spawn()
+        .map_err(|e| format!("cannot run python3 to create the kernel environment: {e}"))?;
+    let status = tokio::time::timeout(CREATE_BOUND, child.wait())
+        .await
+        .map_err(|_| "creating the kernel environment took over 2 minutes".to_string())?
+        .map_err(|e| e.to_string())?;
+    if !status.success() {
+        let why = child.stderr().map(|c| c.explain()).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&building);
+        return Err(format!(
+            "python3 -m venv {} {}: {why}",
+            building.display(),
+            gantry_process::describe_exit(status)
+        ));
+    }
+    if std::fs::rename(&building, env).is_err() {
+        // Another run made it first: theirs is as good.
+        let _ = std::fs::remove_dir_all(&building);
+    }
+    Ok(())
+}

@@ -1,0 +1,222 @@
+//! The Python kernel with a real interpreter: state across calls, the
+//! echo, output order, errors, crashes, interrupts, the idle budget,
+//! reset, and the checkout left alone.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn state_survives_between_cells_and_the_last_expression_is_echoed() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let first = cell(&run, py("x = 41\nprint('before')\nx + 1")).await;
+    assert!(first.starts_with("before\n42\n"), "{first}");
+    assert!(first.contains("started "), "the start is said: {first}");
+    assert_eq!(cell(&run, py("x")).await.trim(), "41");
+    // No echo for a statement, nor for a line ending in `;`.
+    assert_eq!(cell(&run, py("y = x * 2")).await, "(no output)");
+    assert_eq!(cell(&run, py("y;")).await, "(no output)");
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn prints_displays_and_the_result_keep_their_order() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let text = cell(
+        &run,
+        py("print('one')\ndisplay('two')\nimport sys\nprint('three', file=sys.stderr)\nimport os\nos.system('echo four')\n'five'"),
+    )
+    .await;
+    let order: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        &order[..5],
+        ["one", "'two'", "three", "four", "'five'"],
+        "{text}"
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn top_level_await_works() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let text = cell(
+        &run,
+        py("import asyncio\nasync def twice(n):\n    await asyncio.sleep(0.01)\n    return n * 2\nawait twice(21)"),
+    )
+    .await;
+    assert_eq!(text.lines().next(), Some("42"), "{text}");
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_exception_fails_the_call_with_its_traceback_and_keeps_the_state() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    cell(&run, py("kept = 'still here'")).await;
+    let error = failing(
+        &run,
+        py("print('partial')\ndef f():\n    raise ValueError('boom')\nf()"),
+    )
+    .await;
+    assert!(error.contains("partial"), "{error}");
+    assert!(error.contains("ValueError: boom"), "{error}");
+    assert!(error.contains("line 3, in f"), "the user's frames: {error}");
+    assert!(
+        !error.contains("_gantry_driver"),
+        "no driver frames: {error}"
+    );
+    let syntax = failing(&run, py("def broken(:\n    pass")).await;
+    assert!(syntax.contains("SyntaxError"), "{syntax}");
+    assert_eq!(cell(&run, py("kept")).await.trim(), "'still here'");
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_description_must_be_five_to_ten_words() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    gantry_core::testing::refuses(
+        &run,
+        "eval",
+        [
+            (json!({"code": "1", "description": "too short"}), "description: expected 5 to 10 words"),
+            (
+                json!({"code": "1", "description": "one two three four five six seven eight nine ten eleven"}),
+                "got 11",
+            ),
+            (json!({"code": "  ", "description": "a cell with nothing in it"}), "code:"),
+            (json!({"code": "1"}), "description"),
+            (
+                json!({"code": "1", "description": "a cell in a language unknown", "language": "ruby"}),
+                "language",
+            ),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_crash_is_reported_with_what_was_lost_and_the_next_call_starts_fresh() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    cell(&run, py("import json\nrows = [1, 2, 3]")).await;
+    let error = failing(
+        &run,
+        py("import os\nprint('last words', flush=True)\nos._exit(3)"),
+    )
+    .await;
+    assert!(error.contains("last words"), "{error}");
+    assert!(error.contains("exited with code 3"), "{error}");
+    assert!(error.contains("variables rows"), "{error}");
+    assert!(error.contains("imports json"), "{error}");
+    assert!(error.contains("next call starts a fresh kernel"), "{error}");
+    let fresh = cell(&run, py("'rows' in globals()")).await;
+    assert!(fresh.starts_with("False"), "{fresh}");
+    let segfault = failing(&run, py("import ctypes\nctypes.string_at(0)")).await;
+    assert!(segfault.contains("SIGSEGV"), "{segfault}");
+    assert_eq!(cell(&run, py("1 + 1")).await.lines().next(), Some("2"));
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_idle_budget_interrupts_and_the_state_survives() {
+    let dir = workspace(&[]);
+    let run = run_with(
+        dir.path(),
+        json!({"eval": {"idleTimeout": 1}}),
+        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
+        None,
+    );
+    cell(&run, py("z = 5")).await;
+    let error = failing(&run, py("import time\nprint('sleeping')\ntime.sleep(60)")).await;
+    assert!(error.contains("sleeping"), "{error}");
+    assert!(error.contains("idle budget of 1 s"), "{error}");
+    assert!(error.contains("KeyboardInterrupt"), "{error}");
+    assert!(error.contains("variables survive"), "{error}");
+    assert_eq!(cell(&run, py("z")).await.trim(), "5");
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cell_that_ignores_the_interrupt_is_killed_and_says_what_was_lost() {
+    let dir = workspace(&[]);
+    let run = run_with(
+        dir.path(),
+        json!({"eval": {"idleTimeout": 1, "interruptGrace": 0.5}}),
+        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
+        None,
+    );
+    cell(&run, py("w = 1")).await;
+    let error = failing(
+        &run,
+        py("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)"),
+    )
+    .await;
+    assert!(error.contains("was killed"), "{error}");
+    assert!(error.contains("variables w"), "{error}");
+    let fresh = cell(&run, py("'w' in globals()")).await;
+    assert!(fresh.starts_with("False"), "{fresh}");
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_cell_is_interrupted_and_the_next_one_finds_the_state() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    cell(&run, py("v = 'kept'")).await;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let options = gantry_core::CallOptions {
+        cancel: cancel.clone(),
+        ..Default::default()
+    };
+    let call = run.call_with("eval", py("import time\ntime.sleep(60)"), options);
+    let cancelled = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        cancel.cancel();
+    });
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(10), call).await;
+    cancelled.await.unwrap();
+    assert!(outcome.expect("the cancel ends the call").is_err());
+    assert_eq!(cell(&run, py("v")).await.trim(), "'kept'");
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn reset_throws_the_state_away() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    cell(&run, py("gone = 1")).await;
+    let text = cell(
+        &run,
+        json!({"code": "'gone' in globals()", "description": "check the state after a reset", "reset": true}),
+    )
+    .await;
+    assert!(text.starts_with("False"), "{text}");
+    assert!(
+        text.contains("reset: the previous Python kernel was discarded"),
+        "{text}"
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_process_outlives_the_run() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let pid: i32 = cell(&run, py("import os\nos.getpid()"))
+        .await
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    run.shutdown().await;
+    assert!(
+        gantry_core::testing::exited(pid, std::time::Duration::from_secs(5)).await,
+        "the kernel {pid} outlived its run"
+    );
+}
