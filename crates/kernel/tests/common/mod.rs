@@ -111,17 +111,17 @@ pub fn png_dimensions(data: &[u8]) -> Option<(u32, u32)> {
     None
 }
 
-/// A person who answers every confirmation with `approve` and remembers
+/// A person who says yes to the tools in `approves` only and remembers
 /// what they were asked.
 pub struct Person {
-    pub approve: bool,
+    pub approves: Vec<&'static str>,
     pub asked: Mutex<Vec<String>>,
 }
 
 impl Person {
-    pub fn new(approve: bool) -> Arc<Person> {
+    pub fn new(approves: &[&'static str]) -> Arc<Person> {
         Arc::new(Person {
-            approve,
+            approves: approves.to_vec(),
             asked: Mutex::new(Vec::new()),
         })
     }
@@ -134,7 +134,7 @@ impl Human for Person {
             .lock()
             .unwrap()
             .push(format!("{tool}: {}", confirmation.summary));
-        Ok(self.approve)
+        Ok(self.approves.contains(&tool))
     }
 
     async fn ask(&self, _: &Question) -> Result<Answer, HumanError> {
