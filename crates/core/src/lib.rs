@@ -69,7 +69,7 @@ pub use human::{Answer, Choice, Confirmation, Human, HumanError, Question};
 pub use pipeline::{CallError, CallErrorKind, CallOptions};
 pub use registry::Listing;
 pub use result::{Display, Part, ToolResult};
-pub use run::{Notices, Resource, Run, RunBuilder, Surface, TouchObserver};
+pub use run::{BuildHook, Notices, Resource, Run, RunBuilder, Surface, TouchObserver, WeakRun};
 pub use settings::{Settings, SettingsError};
 pub use sync::lock;
 pub use tier::{ApprovalMode, Tier};

@@ -183,7 +183,7 @@ impl Run {
 
         // Confirm, when the approval mode asks for it.
         let mut plan = None;
-        if surface.approval.needs_confirmation(spec.tier) {
+        if !spec.trusted && surface.approval.needs_confirmation(spec.tier) {
             let prepared = tokio::select! {
                 prepared = entry.tool.confirmation(&args, self) => prepared,
                 _ = options.cancel.cancelled() => Err(ToolError::Cancelled),

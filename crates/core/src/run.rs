@@ -180,7 +180,15 @@ impl Run {
             write_hooks: Vec::new(),
             touch_observers: Vec::new(),
             notices: Notices::default(),
+            on_build: Vec::new(),
         }
+    }
+
+    /// A handle that does not keep the run alive, for a background task
+    /// the run owns (a bridged server's watcher) that must reach the run
+    /// later without keeping it from ending.
+    pub fn downgrade(&self) -> WeakRun {
+        WeakRun(Arc::downgrade(&self.inner))
     }
 
     /// The workspace the run is confined to.
@@ -367,6 +375,20 @@ impl Run {
     }
 }
 
+/// A run that may have ended: see [`Run::downgrade`].
+#[derive(Clone)]
+pub struct WeakRun(std::sync::Weak<RunInner>);
+
+impl WeakRun {
+    /// The run, unless it has ended.
+    pub fn upgrade(&self) -> Option<Run> {
+        self.0.upgrade().map(|inner| Run { inner })
+    }
+}
+
+/// Called with the run once it is built (see [`RunBuilder::on_build`]).
+pub type BuildHook = Box<dyn FnOnce(&Run) + Send>;
+
 /// Wires a run: its surface, tools, resources and human port.
 pub struct RunBuilder {
     workspace: Workspace,
@@ -379,6 +401,7 @@ pub struct RunBuilder {
     write_hooks: WriteHooks,
     touch_observers: Vec<TouchObserver>,
     notices: Notices,
+    on_build: Vec<BuildHook>,
 }
 
 impl RunBuilder {
@@ -470,9 +493,19 @@ impl RunBuilder {
         self
     }
 
-    /// Finishes wiring.
+    /// Adds a hook called with the run once every family is wired: for a
+    /// family whose tools arrive after wiring (a slow bridged server), or
+    /// that must see the other families' tools first (built-in names win).
+    pub fn on_build(mut self, hook: impl FnOnce(&Run) + Send + 'static) -> Self {
+        self.on_build.push(Box::new(hook));
+        self
+    }
+
+    /// Finishes wiring, then calls the [`RunBuilder::on_build`] hooks in
+    /// the order added.
     pub fn build(self) -> Run {
-        Run {
+        let hooks = self.on_build;
+        let run = Run {
             inner: Arc::new(RunInner {
                 workspace: self.workspace,
                 settings: self.settings,
@@ -488,6 +521,10 @@ impl RunBuilder {
                 write_hooks: self.write_hooks,
                 touch_observers: self.touch_observers,
             }),
+        };
+        for hook in hooks {
+            hook(&run);
         }
+        run
     }
 }

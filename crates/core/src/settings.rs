@@ -123,8 +123,25 @@ impl Settings {
     /// `root` is trusted (a folder in the user level's `trustedFolders`, or
     /// beneath one).
     pub fn load_from(user_file: &Path, root: &Path) -> Result<Self, SettingsError> {
+        Self::load_levels(&[user_file.to_path_buf()], root)
+    }
+
+    /// Loads the user file, then `extra` (files the user named, such as
+    /// `gantry --settings ~/.gemini/settings.json`, read as they are), both
+    /// at the user level, then the workspace file under `root`.
+    pub fn load_with(extra: &[PathBuf], root: &Path) -> Result<Self, SettingsError> {
+        let mut user_files = vec![gantry_home().join("settings.json")];
+        user_files.extend_from_slice(extra);
+        Self::load_levels(&user_files, root)
+    }
+
+    /// Loads `user_files` in order at the user level, then decides trust,
+    /// then reads the workspace level.
+    fn load_levels(user_files: &[PathBuf], root: &Path) -> Result<Self, SettingsError> {
         let mut settings = Settings::default();
-        settings.read(Level::User, user_file)?;
+        for file in user_files {
+            settings.read(Level::User, file)?;
+        }
         settings.trusted = trusted(&settings.user.values, root);
         settings.read(
             Level::Workspace,

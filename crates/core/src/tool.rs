@@ -40,6 +40,10 @@ pub struct ToolSpec {
     /// caller that can reach one (over MCP: a client that declared
     /// elicitation, request by request on protocols without sessions).
     pub needs_person: bool,
+    /// The user's settings trust the tool (a bridged server with `trust:
+    /// true`), so Gantry's own confirmation is skipped; the tier still
+    /// decides which surfaces see it.
+    pub trusted: bool,
     /// The tier of what a call can lead to, when wider than the tool's
     /// own: a read tool that hands work to someone whose own tools may
     /// write. Front ends annotate the tool with it, so a client that asks
@@ -62,6 +66,7 @@ impl ToolSpec {
             tier,
             exclusive: false,
             needs_person: false,
+            trusted: false,
             leads_to: None,
         }
     }
@@ -70,6 +75,13 @@ impl ToolSpec {
     /// only when wider than the tool's own tier.
     pub fn leads_to(mut self, tier: Tier) -> Self {
         self.leads_to = (tier > self.tier).then_some(tier);
+        self
+    }
+
+    /// Marks the tool as trusted by the user's settings (see
+    /// [`ToolSpec::trusted`]).
+    pub fn trusted(mut self) -> Self {
+        self.trusted = true;
         self
     }
 

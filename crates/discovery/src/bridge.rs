@@ -1,0 +1,371 @@
+//! The run's side of discovery: the tools of every configured server and
+//! of the discovery command, kept in the run's registry as the servers
+//! come, change their lists, die and come back.
+//!
+//! Names are settled here, once every other family is wired: a built-in
+//! tool always wins, then the first declaration (command-discovered tools
+//! first, then servers in alias order, each in its own order); each loser
+//! is said in `gantry status`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use base64::Engine;
+use gantry_core::{
+    Display, DynTool, Notices, Part, Prepared, Resource, Run, Tier, ToolContext, ToolError,
+    ToolResult, ToolSpec, WeakRun, lock,
+};
+use serde_json::Value;
+
+use crate::command::DiscoveredTool;
+use crate::names::{bridged_name, clean_schema};
+use crate::server::{Server, State};
+
+/// Every tool from elsewhere in one run: the servers, the discovered
+/// tools, and what of them the run's registry holds.
+pub struct Bridge {
+    servers: Vec<Arc<Server>>,
+    discovered: Vec<Arc<DiscoveredTool>>,
+    /// What the discovery command gave: how many declarations, or why none.
+    pub discovery: Option<Result<usize, String>>,
+    run: OnceLock<WeakRun>,
+    published: Mutex<Published>,
+    notices: Notices,
+}
+
+/// What this bridge put in the run's registry.
+#[derive(Default)]
+struct Published {
+    /// Tool name → what it was built from, to tell a change.
+    names: BTreeMap<String, Value>,
+    /// Name clashes, for `gantry status`.
+    losers: Vec<String>,
+    /// Servers whose tools were listed at the last sync.
+    up: BTreeMap<String, bool>,
+}
+
+impl Bridge {
+    /// A bridge over `servers` (built with [`Server::new`], told of
+    /// changes through the weak handle this gives them) and the
+    /// `discovered` tools.
+    pub fn new(
+        servers: impl FnOnce(std::sync::Weak<Bridge>) -> Vec<Arc<Server>>,
+        discovered: Vec<Arc<DiscoveredTool>>,
+        discovery: Option<Result<usize, String>>,
+        notices: Notices,
+    ) -> Arc<Bridge> {
+        Arc::new_cyclic(|weak| Bridge {
+            servers: servers(weak.clone()),
+            discovered,
+            discovery,
+            run: OnceLock::new(),
+            published: Mutex::default(),
+            notices,
+        })
+    }
+
+    /// The configured servers.
+    pub fn servers(&self) -> &[Arc<Server>] {
+        &self.servers
+    }
+
+    /// Name clashes this run settled, one line each.
+    pub fn losers(&self) -> Vec<String> {
+        lock(&self.published).losers.clone()
+    }
+
+    /// Called once the run is built: from now on the run's registry
+    /// follows the servers.
+    pub fn attach(&self, run: &Run) {
+        let _ = self.run.set(run.downgrade());
+        self.sync();
+    }
+
+    /// Brings the run's registry in line with the servers' states and
+    /// tools; a change is announced to the run's watchers (MCP sessions
+    /// send `tools/list_changed`). Nothing here awaits.
+    pub fn sync(&self) {
+        let Some(run) = self.run.get().and_then(WeakRun::upgrade) else {
+            return;
+        };
+        let mut published = lock(&self.published);
+        let registry = run.registry();
+        let mut wanted: BTreeMap<String, (Arc<dyn DynTool>, Value)> = BTreeMap::new();
+        let mut losers = Vec::new();
+        let mut offer = |tool: Arc<dyn DynTool>, from: String| {
+            let spec = tool.spec();
+            let ours = published.names.contains_key(&spec.name);
+            if registry.get(&spec.name).is_some() && !ours {
+                losers.push(format!(
+                    "`{}` from {from} is hidden by Gantry's own tool of that name",
+                    spec.name
+                ));
+            } else if wanted.contains_key(&spec.name) {
+                losers.push(format!(
+                    "`{}` from {from} is hidden by an earlier tool of that name",
+                    spec.name
+                ));
+            } else {
+                let fingerprint = serde_json::json!([
+                    spec.description,
+                    spec.tier,
+                    spec.trusted,
+                    spec.display_name,
+                    tool.schema()
+                ]);
+                wanted.insert(spec.name, (tool, fingerprint));
+            }
+        };
+        for tool in &self.discovered {
+            offer(tool.clone(), "the discovery command".into());
+        }
+        let mut up = BTreeMap::new();
+        let mut down_reasons: BTreeMap<String, String> = BTreeMap::new();
+        for server in &self.servers {
+            match server.state() {
+                State::Ready(connection) => {
+                    up.insert(server.alias.clone(), true);
+                    for tool in connection.tools() {
+                        offer(
+                            Arc::new(BridgedTool::new(server.clone(), tool)),
+                            format!("MCP server `{}`", server.alias),
+                        );
+                    }
+                }
+                State::Down { reason, failures } => {
+                    up.insert(server.alias.clone(), false);
+                    down_reasons.insert(server.alias.clone(), server.down_line(&reason, failures));
+                }
+                State::Starting { .. } | State::Stopped => {
+                    up.insert(server.alias.clone(), false);
+                }
+            }
+        }
+        for (alias, now_up) in &up {
+            let was_up = published.up.get(alias).copied().unwrap_or(false);
+            match (was_up, now_up, down_reasons.get(alias)) {
+                (true, false, Some(line)) => self
+                    .notices
+                    .push(format!("{line}; its tools are gone until it is back")),
+                (false, true, _) if published.up.contains_key(alias) => self
+                    .notices
+                    .push(format!("MCP server `{alias}` is up; its tools are back")),
+                _ => {}
+            }
+        }
+        published.up = up;
+        published.losers = losers;
+        let removed: Vec<String> = published
+            .names
+            .keys()
+            .filter(|name| !wanted.contains_key(*name))
+            .cloned()
+            .collect();
+        let added: Vec<(String, Arc<dyn DynTool>, Value)> = wanted
+            .into_iter()
+            .filter(|(name, (_, fingerprint))| published.names.get(name) != Some(fingerprint))
+            .map(|(name, (tool, fingerprint))| (name, tool, fingerprint))
+            .collect();
+        if removed.is_empty() && added.is_empty() {
+            return;
+        }
+        let reason_of = |name: &str| {
+            self.servers
+                .iter()
+                .find(|server| {
+                    name.starts_with(&format!("{}__", crate::names::model_name(&server.alias)))
+                })
+                .map(|server| match server.state() {
+                    State::Ready(_) => format!("MCP server `{}` no longer offers it", server.alias),
+                    _ => server
+                        .connection()
+                        .err()
+                        .unwrap_or_else(|| format!("MCP server `{}` is not running", server.alias)),
+                })
+                .unwrap_or_else(|| "it is no longer offered".into())
+        };
+        let failed = run.change_tools(|registry| {
+            let mut failed = Vec::new();
+            for name in &removed {
+                registry.unregister(name, reason_of(name));
+            }
+            for (name, tool, _) in &added {
+                registry.unregister(name, "being replaced");
+                if let Err(error) = registry.register(tool.clone()) {
+                    failed.push((name.clone(), error));
+                }
+            }
+            failed
+        });
+        for name in removed {
+            published.names.remove(&name);
+        }
+        for (name, _, fingerprint) in added {
+            published.names.insert(name, fingerprint);
+        }
+        for (name, error) in failed {
+            published.names.remove(&name);
+            published
+                .losers
+                .push(format!("`{name}` is not offered: {error}"));
+        }
+    }
+}
+
+#[gantry_core::async_trait]
+impl Resource for Bridge {
+    fn name(&self) -> String {
+        "discovery".into()
+    }
+
+    async fn shutdown(&self) {
+        let mut stopping = tokio::task::JoinSet::new();
+        for server in &self.servers {
+            let server = server.clone();
+            stopping.spawn(async move { server.stop().await });
+        }
+        while stopping.join_next().await.is_some() {}
+    }
+
+    fn kill_now(&self) {
+        for server in &self.servers {
+            server.kill_now();
+        }
+    }
+}
+
+/// One tool of a bridged server, named `<alias>__<tool>`.
+pub struct BridgedTool {
+    server: Arc<Server>,
+    tool: rmcp::model::Tool,
+    name: String,
+    schema: Value,
+}
+
+impl BridgedTool {
+    fn new(server: Arc<Server>, tool: rmcp::model::Tool) -> Self {
+        let schema = clean_schema(&Value::Object((*tool.input_schema).clone()));
+        BridgedTool {
+            name: bridged_name(&server.alias, &tool.name),
+            server,
+            tool,
+            schema,
+        }
+    }
+
+    /// From the server's settings (`tier`), else its annotations: a
+    /// read-only hint makes a read tool, anything else may act.
+    fn tier(&self) -> Tier {
+        self.server.settings.tier.unwrap_or_else(|| {
+            let read_only = self
+                .tool
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.read_only_hint)
+                .unwrap_or(false);
+            if read_only { Tier::Read } else { Tier::Exec }
+        })
+    }
+}
+
+#[gantry_core::async_trait]
+impl DynTool for BridgedTool {
+    fn spec(&self) -> ToolSpec {
+        let description = self.tool.description.as_deref().unwrap_or("").trim();
+        let spec = ToolSpec::new(
+            &self.name,
+            self.tool
+                .title
+                .clone()
+                .unwrap_or_else(|| self.tool.name.to_string()),
+            self.tier(),
+            format!(
+                "{description}\n\n(Tool `{}` of the MCP server `{}`.)",
+                self.tool.name, self.server.alias
+            ),
+        );
+        if self.server.settings.trust {
+            spec.trusted()
+        } else {
+            spec
+        }
+    }
+
+    fn schema(&self) -> Value {
+        self.schema.clone()
+    }
+
+    fn validate(&self, _args: &Value, _run: &Run) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn describe(&self, args: &Value) -> String {
+        format!(
+            "call `{}` of MCP server `{}` with {args}",
+            self.tool.name, self.server.alias
+        )
+    }
+
+    async fn confirmation(&self, _: &Value, _: &Run) -> Result<Option<Prepared>, ToolError> {
+        Ok(None)
+    }
+
+    async fn execute(&self, args: Value, ctx: ToolContext) -> Result<ToolResult, ToolError> {
+        let result = self
+            .server
+            .call(&self.tool.name, args, ctx.human().cloned())
+            .await
+            .map_err(ToolError::Failed)?;
+        let failed = result.is_error == Some(true);
+        let mut parts: Vec<Part> = result
+            .content
+            .iter()
+            .filter_map(|block| serde_json::to_value(block).ok())
+            .map(part_of)
+            .collect();
+        if parts.is_empty()
+            && let Some(structured) = result.structured_content
+        {
+            parts.push(Part::Json { value: structured });
+        }
+        let text: Vec<String> = parts
+            .iter()
+            .map(|part| match part {
+                Part::Text { text } => text.clone(),
+                Part::Image { mime_type, data } => {
+                    format!("[{mime_type} image, {} bytes]", data.len())
+                }
+                Part::Json { value } => value.to_string(),
+            })
+            .collect();
+        let text = text.join("\n");
+        if failed {
+            return Err(ToolError::Failed(format!(
+                "`{}` of MCP server `{}` failed: {text}",
+                self.tool.name, self.server.alias
+            )));
+        }
+        Ok(ToolResult::new(parts, Display::Markdown { markdown: text }))
+    }
+}
+
+/// One MCP content block as a part for the model.
+fn part_of(block: Value) -> Part {
+    let field = |name: &str| block.get(name).and_then(Value::as_str).map(String::from);
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => Part::text(field("text").unwrap_or_default()),
+        Some("image") => {
+            let decoded = field("data")
+                .and_then(|data| base64::engine::general_purpose::STANDARD.decode(data).ok());
+            match (decoded, field("mimeType")) {
+                (Some(data), Some(mime_type)) => Part::Image { mime_type, data },
+                _ => Part::text("[an image that could not be decoded]"),
+            }
+        }
+        Some("resource") => match block.pointer("/resource/text").and_then(Value::as_str) {
+            Some(text) => Part::text(text),
+            None => Part::Json { value: block },
+        },
+        _ => Part::Json { value: block },
+    }
+}

@@ -1,0 +1,719 @@
+//! One configured MCP server: its connection (rmcp as the client, over the
+//! pipes of a child spawned by `gantry-process`, or streamable HTTP), its
+//! state, and its restarts.
+//!
+//! A server that fails to start or dies is `Down` with the reason; its
+//! tools leave the run's list (see [`crate::bridge`]) and it is restarted
+//! in the background, with a growing pause between attempts, until it
+//! stays up or has failed [`MAX_FAILURES`] times in a row.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use gantry_core::{Answer, Choice, Human, Question, lock};
+use gantry_process::{Child, Command, Stdout, describe_exit, expand_env};
+// Roots are deprecated by SEP-2577 (protocol 2026-07-28), yet the servers
+// of the 2025 revisions still ask for them, and SPEC §4 offers them.
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation,
+};
+#[allow(deprecated)]
+use rmcp::model::{ListRootsResult, Root};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
+use rmcp::{ClientHandler, ErrorData, ServiceError, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ServerSettings, Transport};
+
+/// How long a server may take to start before the run is served without
+/// it (its tools arrive later, with `tools/list_changed`).
+pub const STARTUP_BOUND: Duration = Duration::from_secs(10);
+/// How long a connection attempt may take at all before it counts as a
+/// failure.
+const CONNECT_BOUND: Duration = Duration::from_secs(60);
+/// Consecutive failures after which a server is left down.
+pub const MAX_FAILURES: u32 = 5;
+/// A server up this long before it died starts its count of failures
+/// afresh.
+const STABLE: Duration = Duration::from_secs(30);
+/// The first pause before a restart; doubled after each failure.
+const FIRST_PAUSE: Duration = Duration::from_millis(500);
+/// How long a stopping server gets before it is killed.
+const STOP_GRACE: Duration = Duration::from_millis(500);
+
+/// Where a server is in its life.
+#[derive(Clone)]
+pub enum State {
+    /// Being started; `failures` before this attempt.
+    Starting {
+        /// Failed attempts in a row so far.
+        failures: u32,
+    },
+    /// Connected, with its tools.
+    Ready(Arc<Connection>),
+    /// Not running, and why; restarted unless it failed too often.
+    Down {
+        /// What happened, for `gantry status` and the failing call.
+        reason: String,
+        /// Failed attempts in a row.
+        failures: u32,
+    },
+    /// The run ended.
+    Stopped,
+}
+
+/// A live connection to a server.
+pub struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    child: Option<Child>,
+    /// The server's tools as it last listed them, those the settings admit.
+    tools: Mutex<Vec<rmcp::model::Tool>>,
+    started: Instant,
+    generation: u64,
+    /// Failed attempts in a row before this connection.
+    failures_before: u32,
+}
+
+impl Connection {
+    /// The admitted tools.
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        lock(&self.tools).clone()
+    }
+}
+
+/// The people behind calls open on a server right now, so an elicitation
+/// the server sends during a call can be put to the person of that call.
+#[derive(Default)]
+struct OpenCalls {
+    next: AtomicU64,
+    open: Mutex<Vec<(u64, Arc<dyn Human>)>>,
+}
+
+impl OpenCalls {
+    /// Records a call whose person is `human`, until the guard drops.
+    fn enter(self: &Arc<Self>, human: Option<Arc<dyn Human>>) -> OpenCall {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        if let Some(human) = human {
+            lock(&self.open).push((id, human));
+        }
+        OpenCall {
+            calls: self.clone(),
+            id,
+        }
+    }
+
+    /// The person of the most recent open call that has one.
+    fn person(&self) -> Option<Arc<dyn Human>> {
+        lock(&self.open).last().map(|(_, human)| human.clone())
+    }
+}
+
+/// An open call; dropping it closes it.
+struct OpenCall {
+    calls: Arc<OpenCalls>,
+    id: u64,
+}
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        lock(&self.calls.open).retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// Told when a server's tools or state change, so the run's list follows.
+pub type OnChange = Arc<dyn Fn() + Send + Sync>;
+
+/// One configured server.
+pub struct Server {
+    /// Its alias in `mcpServers`.
+    pub alias: String,
+    /// Its settings.
+    pub settings: ServerSettings,
+    root: PathBuf,
+    state: watch::Sender<State>,
+    generation: AtomicU64,
+    open_calls: Arc<OpenCalls>,
+    on_change: OnChange,
+    /// Cancelled when the run ends: no restart after that.
+    ended: CancellationToken,
+}
+
+impl Server {
+    /// A server not started yet; `on_change` is called whenever its tools
+    /// or its state change.
+    pub fn new(
+        alias: String,
+        settings: ServerSettings,
+        root: &Path,
+        on_change: OnChange,
+    ) -> Arc<Self> {
+        Arc::new(Server {
+            alias,
+            settings,
+            root: root.to_path_buf(),
+            state: watch::channel(State::Starting { failures: 0 }).0,
+            generation: AtomicU64::new(0),
+            open_calls: Arc::default(),
+            on_change,
+            ended: CancellationToken::new(),
+        })
+    }
+
+    /// The state now.
+    pub fn state(&self) -> State {
+        self.state.borrow().clone()
+    }
+
+    /// Starts the first connection in the background.
+    pub fn start(self: &Arc<Self>) {
+        let server = self.clone();
+        tokio::spawn(async move { server.connect(0).await });
+    }
+
+    /// Resolves once the server is no longer starting (up or down).
+    pub async fn settled(&self) {
+        let mut state = self.state.subscribe();
+        let _ = state
+            .wait_for(|state| !matches!(state, State::Starting { .. }))
+            .await;
+    }
+
+    fn set(&self, state: State) {
+        let changed = self.state.send_if_modified(|current| {
+            if matches!(current, State::Stopped) {
+                return false;
+            }
+            *current = state;
+            true
+        });
+        if changed {
+            (self.on_change)();
+        }
+    }
+
+    /// One attempt to connect, after `failures` failed ones; schedules
+    /// the next on failure.
+    async fn connect(self: Arc<Self>, failures: u32) {
+        if self.ended.is_cancelled() {
+            return;
+        }
+        self.set(State::Starting { failures });
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let attempt = tokio::select! {
+            attempt = tokio::time::timeout(CONNECT_BOUND, self.open(generation, failures)) => attempt
+                .unwrap_or_else(|_| Err(format!("did not finish starting within {} s", CONNECT_BOUND.as_secs()))),
+            _ = self.ended.cancelled() => return,
+        };
+        match attempt {
+            Ok(connection) => {
+                let connection = Arc::new(connection);
+                if connection.child.is_some() {
+                    let server = self.clone();
+                    let watched = connection.clone();
+                    tokio::spawn(async move { server.watch(watched).await });
+                }
+                self.set(State::Ready(connection));
+            }
+            Err(reason) => self.failed(reason, failures + 1),
+        }
+    }
+
+    /// Records a failure and schedules a restart unless there were too many.
+    fn failed(self: &Arc<Self>, reason: String, failures: u32) {
+        tracing::warn!(server = %self.alias, "MCP server down: {reason}");
+        self.set(State::Down { reason, failures });
+        if failures >= MAX_FAILURES || self.ended.is_cancelled() {
+            return;
+        }
+        let pause = FIRST_PAUSE * 2u32.pow(failures.saturating_sub(1).min(6));
+        let server = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => server.connect(failures).await,
+                _ = server.ended.cancelled() => {}
+            }
+        });
+    }
+
+    /// Waits for a stdio server's process to exit, then reports it down.
+    async fn watch(self: Arc<Self>, connection: Arc<Connection>) {
+        let Some(child) = &connection.child else {
+            return;
+        };
+        let status = child.exited().await;
+        self.lost(
+            &connection,
+            status.map(describe_exit).unwrap_or_else(|e| e.to_string()),
+        );
+    }
+
+    /// `connection` broke (`how`): unless a newer one replaced it or the
+    /// run ended, the server is down and restarted.
+    fn lost(self: &Arc<Self>, connection: &Connection, how: String) {
+        let current = matches!(&*self.state.borrow(), State::Ready(c) if c.generation == connection.generation);
+        if !current || self.ended.is_cancelled() {
+            return;
+        }
+        let stderr = connection
+            .child
+            .as_ref()
+            .and_then(Child::stderr)
+            .map(|capture| capture.explain())
+            .filter(|text| !text.is_empty())
+            .map(|text| format!(": {text}"))
+            .unwrap_or_default();
+        let failures = if connection.started.elapsed() > STABLE {
+            1
+        } else {
+            connection.failures_before + 1
+        };
+        self.failed(format!("{how}{stderr}"), failures);
+    }
+
+    /// Starts the process (or opens the HTTP session), initialises, lists
+    /// the tools.
+    async fn open(self: &Arc<Self>, generation: u64, failures: u32) -> Result<Connection, String> {
+        let transport = self.settings.transport()?;
+        let handler = Handler {
+            server: Arc::downgrade(self),
+            root: self.root.clone(),
+            open_calls: self.open_calls.clone(),
+        };
+        let (service, child) = match transport {
+            Transport::Stdio { command, args } => {
+                let mut spawned = self.spawn(&command, &args)?;
+                let (Some(stdout), Some(stdin)) = (spawned.stdout.take(), spawned.stdin.take())
+                else {
+                    return Err("the server's pipes were not opened".into());
+                };
+                match handler.serve((stdout, stdin)).await {
+                    Ok(service) => (service, Some(spawned)),
+                    Err(error) => {
+                        let status = tokio::time::timeout(STOP_GRACE, spawned.exited()).await;
+                        let how = match status {
+                            Ok(Ok(status)) => format!(" ({})", describe_exit(status)),
+                            _ => String::new(),
+                        };
+                        let stderr = spawned.stderr().map(|c| c.explain()).unwrap_or_default();
+                        return Err(format!(
+                            "`{}` did not initialise{how}: {error}{}",
+                            std::iter::once(&command)
+                                .chain(&args)
+                                .cloned()
+                                .collect::<Vec<_>>()
+                                .join(" "),
+                            if stderr.is_empty() {
+                                String::new()
+                            } else {
+                                format!(": {stderr}")
+                            }
+                        ));
+                    }
+                }
+            }
+            Transport::Http(url) => {
+                let transport = http_transport(&url, &self.settings)?;
+                let service = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+                (service, None)
+            }
+        };
+        let tools = list_tools(&service, &self.settings).await?;
+        Ok(Connection {
+            service,
+            child,
+            tools: Mutex::new(tools),
+            started: Instant::now(),
+            generation,
+            failures_before: failures,
+        })
+    }
+
+    /// Spawns a stdio server through `gantry-process`, its environment
+    /// values expanded, in its `cwd` (relative to the workspace root).
+    fn spawn(&self, command: &str, args: &[String]) -> Result<Child, String> {
+        let mut spawn = Command::new(command);
+        spawn
+            .args(args)
+            .current_dir(match &self.settings.cwd {
+                Some(cwd) => self.root.join(cwd),
+                None => self.root.clone(),
+            })
+            .stdin_piped()
+            .stdout(Stdout::Piped);
+        for (key, value) in &self.settings.env {
+            let value = expand_env(value).map_err(|e| format!("`env.{key}`: {e}"))?;
+            spawn.env(key, value);
+        }
+        spawn
+            .spawn()
+            .map_err(|e| format!("cannot start `{}`: {e}", spawn.shown()))
+    }
+
+    /// The live connection, or why there is none.
+    pub fn connection(&self) -> Result<Arc<Connection>, String> {
+        match self.state() {
+            State::Ready(connection) => Ok(connection),
+            State::Starting { .. } => Err(format!("MCP server `{}` is still starting", self.alias)),
+            State::Down { reason, failures } => Err(self.down_line(&reason, failures)),
+            State::Stopped => Err(format!(
+                "MCP server `{}` was stopped with the run",
+                self.alias
+            )),
+        }
+    }
+
+    /// A down server in one line, saying whether it is being restarted.
+    pub fn down_line(&self, reason: &str, failures: u32) -> String {
+        let next = if failures >= MAX_FAILURES {
+            format!("left down after {failures} failures in a row")
+        } else {
+            "restarting".into()
+        };
+        format!("MCP server `{}` is down: {reason} ({next})", self.alias)
+    }
+
+    /// Calls the server's tool `tool`, bounded by the server's `timeout`;
+    /// an elicitation the server sends meanwhile goes to `human`.
+    pub async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: Value,
+        human: Option<Arc<dyn Human>>,
+    ) -> Result<CallToolResult, String> {
+        let connection = self.connection()?;
+        let _open = self.open_calls.enter(human);
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        if let Value::Object(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let timeout = self.settings.request_timeout();
+        match tokio::time::timeout(timeout, connection.service.call_tool(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(ServiceError::McpError(error))) => Err(format!(
+                "MCP server `{}` refused the call: {} (code {})",
+                self.alias, error.message, error.code.0
+            )),
+            Ok(Err(error)) => {
+                // A broken pipe is the process dying: give the watcher a
+                // moment to say how.
+                if let Some(child) = &connection.child {
+                    let _ = tokio::time::timeout(STOP_GRACE, child.exited()).await;
+                } else if connection.service.peer().is_transport_closed() {
+                    self.lost(&connection, format!("its connection closed ({error})"));
+                }
+                match self.state() {
+                    State::Down { reason, failures } => Err(self.down_line(&reason, failures)),
+                    _ => Err(format!(
+                        "MCP server `{}` failed the call: {error}",
+                        self.alias
+                    )),
+                }
+            }
+            Err(_) => Err(format!(
+                "MCP server `{}` gave no answer within {} ms (its `timeout`); the call was abandoned",
+                self.alias,
+                timeout.as_millis()
+            )),
+        }
+    }
+
+    /// Lists the tools again (the server said its list changed).
+    async fn refresh(self: Arc<Self>) {
+        let State::Ready(connection) = self.state() else {
+            return;
+        };
+        match list_tools(&connection.service, &self.settings).await {
+            Ok(tools) => {
+                *lock(&connection.tools) = tools;
+                (self.on_change)();
+            }
+            Err(error) => tracing::warn!(server = %self.alias, "cannot list tools again: {error}"),
+        }
+    }
+
+    /// Ends the server for good: no restart, the process stopped.
+    pub async fn stop(&self) {
+        self.ended.cancel();
+        let previous = self.state.send_replace(State::Stopped);
+        if let State::Ready(connection) = previous {
+            connection.service.cancellation_token().cancel();
+            if let Some(child) = &connection.child {
+                let _ = child.stop(STOP_GRACE).await;
+            }
+        }
+    }
+
+    /// Ends the server at once, without awaiting.
+    pub fn kill_now(&self) {
+        self.ended.cancel();
+        if let State::Ready(connection) = self.state.send_replace(State::Stopped) {
+            connection.service.cancellation_token().cancel();
+            if let Some(child) = &connection.child {
+                child.kill_group();
+            }
+        }
+    }
+}
+
+/// The tools of `service` that `settings` admit.
+async fn list_tools(
+    service: &RunningService<RoleClient, Handler>,
+    settings: &ServerSettings,
+) -> Result<Vec<rmcp::model::Tool>, String> {
+    let tools = tokio::time::timeout(settings.request_timeout(), service.list_all_tools())
+        .await
+        .map_err(|_| "gave no tool list in time".to_string())?
+        .map_err(|e| format!("cannot list its tools: {e}"))?;
+    Ok(tools
+        .into_iter()
+        .filter(|tool| settings.admits(&tool.name))
+        .collect())
+}
+
+/// The streamable HTTP transport of `url`, with the configured headers.
+fn http_transport(
+    url: &str,
+    settings: &ServerSettings,
+) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest::Client>, String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut headers = std::collections::HashMap::new();
+    for (name, value) in &settings.headers {
+        let value = expand_env(value).map_err(|e| format!("`headers.{name}`: {e}"))?;
+        let name = http::HeaderName::try_from(name.as_str())
+            .map_err(|e| format!("`headers.{name}`: {e}"))?;
+        let value = http::HeaderValue::try_from(value.to_string_lossy().as_ref())
+            .map_err(|e| format!("`headers.{name}`: {e}"))?;
+        headers.insert(name, value);
+    }
+    let client = reqwest::Client::builder()
+        .tls_backend_preconfigured(crate::tls::config()?)
+        // rmcp's own default: no idle pool (stalls on delayed ACKs) and
+        // no redirect that could replay the headers elsewhere.
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers),
+    ))
+}
+
+/// Gantry as the client of a bridged server: it offers the workspace root
+/// as its one root, hears of tool-list changes, and passes elicitations to
+/// the person of the open call (declining when there is none).
+pub struct Handler {
+    server: Weak<Server>,
+    root: PathBuf,
+    open_calls: Arc<OpenCalls>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.roots = Some(Default::default());
+        capabilities.elicitation = Some(Default::default());
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("gantry", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let uri = format!("file://{}", self.root.display());
+        let name = self
+            .root
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "workspace".into());
+        Ok(ListRootsResult::new(vec![Root::new(uri).with_name(name)]))
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(server) = self.server.upgrade() {
+            // Not here: the service loop would wait for its own answer.
+            tokio::spawn(server.refresh());
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let decline = Ok(ElicitResult::new(ElicitationAction::Decline));
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            return decline;
+        };
+        let Some(human) = self.open_calls.person() else {
+            return decline;
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+        let form = Form::of(&schema);
+        let question = form.question(&message);
+        match human.ask(&question).await {
+            Ok(Answer::Given { chosen, text }) => match form.content(&chosen, text.as_deref()) {
+                Some(content) => {
+                    Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+                }
+                None => decline,
+            },
+            Ok(Answer::Skipped) => decline,
+            // Input required (a client that answers only through a retried
+            // call), unreachable, broken: the server sees a decline.
+            Err(_) => decline,
+        }
+    }
+}
+
+/// A server's elicitation form as one question a person can answer.
+enum Form {
+    /// One field: the answer is its value.
+    Single { name: String, kind: FieldKind },
+    /// Several fields: the answer is a JSON object of them.
+    Object(Vec<String>),
+}
+
+enum FieldKind {
+    Text,
+    Number,
+    Boolean,
+    Choice(Vec<String>),
+}
+
+impl Form {
+    fn of(schema: &Value) -> Form {
+        let properties = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_else(Map::new);
+        if properties.len() != 1 {
+            return Form::Object(properties.keys().cloned().collect());
+        }
+        let (name, field) = properties.into_iter().next().expect("one property");
+        let choices = field.get("enum").and_then(Value::as_array).map(|values| {
+            values
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        });
+        let kind = match (choices, field.get("type").and_then(Value::as_str)) {
+            (Some(choices), _) => FieldKind::Choice(choices),
+            (None, Some("boolean")) => FieldKind::Boolean,
+            (None, Some("number" | "integer")) => FieldKind::Number,
+            _ => FieldKind::Text,
+        };
+        Form::Single { name, kind }
+    }
+
+    fn question(&self, message: &str) -> Question {
+        let (options, allow_free_text, context) = match self {
+            Form::Single {
+                kind: FieldKind::Choice(choices),
+                ..
+            } => (choices.clone(), false, None),
+            Form::Single {
+                kind: FieldKind::Boolean,
+                ..
+            } => (vec!["yes".into(), "no".into()], false, None),
+            Form::Single { name, .. } => (Vec::new(), true, Some(format!("answer: {name}"))),
+            Form::Object(names) => (
+                Vec::new(),
+                true,
+                Some(format!(
+                    "answer as a JSON object with the fields {}",
+                    names.join(", ")
+                )),
+            ),
+        };
+        Question {
+            question: message.to_string(),
+            context,
+            options: options
+                .into_iter()
+                .map(|label| Choice {
+                    label,
+                    description: None,
+                })
+                .collect(),
+            allow_free_text,
+            multi_select: false,
+        }
+    }
+
+    /// The form's content from the person's answer, or `None` when the
+    /// answer does not fit (the server then sees a decline).
+    fn content(&self, chosen: &[String], text: Option<&str>) -> Option<Value> {
+        match self {
+            Form::Single { name, kind } => {
+                let value = match kind {
+                    FieldKind::Choice(_) => Value::String(chosen.first()?.clone()),
+                    FieldKind::Boolean => Value::Bool(chosen.first()? == "yes"),
+                    FieldKind::Number => serde_json::from_str(text?.trim()).ok()?,
+                    FieldKind::Text => Value::String(text?.to_string()),
+                };
+                Some(serde_json::json!({ name: value }))
+            }
+            Form::Object(_) => serde_json::from_str::<Value>(text?)
+                .ok()
+                .filter(Value::is_object),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn forms_become_questions_and_answers_become_content() {
+        let choice = Form::of(
+            &json!({"properties": {"color": {"type": "string", "enum": ["red", "blue"]}}}),
+        );
+        let question = choice.question("Pick one");
+        assert_eq!(question.options.len(), 2);
+        assert!(!question.allow_free_text);
+        assert_eq!(
+            choice.content(&["blue".into()], None),
+            Some(json!({"color": "blue"}))
+        );
+
+        let flag = Form::of(&json!({"properties": {"ok": {"type": "boolean"}}}));
+        assert_eq!(
+            flag.content(&["no".into()], None),
+            Some(json!({"ok": false}))
+        );
+
+        let number = Form::of(&json!({"properties": {"n": {"type": "integer"}}}));
+        assert_eq!(number.content(&[], Some(" 42 ")), Some(json!({"n": 42})));
+        assert_eq!(number.content(&[], Some("many")), None);
+
+        let object = Form::of(&json!({"properties": {"a": {}, "b": {}}}));
+        assert!(object.question("Fill").context.unwrap().contains("a, b"));
+        assert_eq!(
+            object.content(&[], Some(r#"{"a": 1, "b": 2}"#)),
+            Some(json!({"a": 1, "b": 2}))
+        );
+        assert_eq!(object.content(&[], Some("[1]")), None);
+    }
+}

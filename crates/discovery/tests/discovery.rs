@@ -1,0 +1,589 @@
+//! gantry-discovery against real peers: `@modelcontextprotocol/server-everything`
+//! and `@modelcontextprotocol/server-filesystem` over stdio, servers written
+//! with the official Python `mcp` SDK over stdio and streamable HTTP, and a
+//! discovery command. scripts/install-discovery.sh installs them all.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gantry_core::testing::{err, fails, ok, workspace_with};
+use gantry_core::{
+    Answer, ApprovalMode, CallErrorKind, Confirmation, Family, Human, HumanError, Question, Run,
+    Settings, Surface, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Workspace,
+    async_trait,
+};
+use gantry_discovery::FAMILY;
+use serde_json::{Value, json};
+
+fn peer(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A stand-in for one of Gantry's own tools, to clash with.
+struct BuiltIn;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoParams {}
+
+#[async_trait]
+impl Tool for BuiltIn {
+    type Params = NoParams;
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new("read_file", "Read", Tier::Read, "The built-in.")
+    }
+    fn describe(&self, _: &NoParams) -> String {
+        "read".into()
+    }
+    async fn execute(&self, _: NoParams, _: ToolContext) -> Result<ToolResult, ToolError> {
+        Ok(ToolResult::text("the built-in ran"))
+    }
+}
+
+/// The person behind a test's surface: answers every question with
+/// `reply` and records what it was asked.
+struct Person {
+    reply: Answer,
+    asked: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl Human for Person {
+    async fn confirm(&self, tool: &str, _: &Confirmation) -> Result<bool, HumanError> {
+        self.asked.lock().unwrap().push(format!("confirm {tool}"));
+        Ok(false)
+    }
+    async fn ask(&self, question: &Question) -> Result<Answer, HumanError> {
+        self.asked.lock().unwrap().push(question.render());
+        Ok(self.reply.clone())
+    }
+}
+
+async fn run_with(
+    root: &Path,
+    settings: Value,
+    surface: Surface,
+    human: Option<Arc<dyn Human>>,
+) -> Run {
+    let mut builder = Run::builder(Workspace::new(root).unwrap())
+        .settings(Settings::from_value(settings).unwrap())
+        .surface(surface)
+        .tool(BuiltIn);
+    if let Some(human) = human {
+        builder = builder.human(human);
+    }
+    FAMILY.wire(builder).await.unwrap().build()
+}
+
+async fn run_of(root: &Path, settings: Value) -> Run {
+    run_with(root, settings, Surface::default(), None).await
+}
+
+fn names(run: &Run) -> Vec<String> {
+    run.tools().into_iter().map(|tool| tool.name).collect()
+}
+
+async fn status(run: &Run) -> String {
+    FAMILY.status(run).await.join("\n")
+}
+
+/// Every file of the workspace with its content, to show nothing was
+/// written there.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path.clone());
+                files.insert(path, Vec::new());
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// Waits (bounded) for the run's tool list to satisfy `test`.
+async fn tools_until(run: &Run, bound: Duration, test: impl Fn(&[String]) -> bool) -> bool {
+    let mut changed = run.tools_changed();
+    tokio::time::timeout(bound, async {
+        loop {
+            if test(&names(run)) {
+                return;
+            }
+            changed.changed().await.unwrap();
+        }
+    })
+    .await
+    .is_ok()
+}
+
+#[tokio::test]
+async fn stdio_servers_are_bridged_with_names_tiers_and_filters() {
+    let dir = workspace_with(&[("notes.txt", "hello from the workspace\n")]);
+    let root = dir.path().canonicalize().unwrap();
+    let before = snapshot(&root);
+    let settings = json!({"mcpServers": {
+        "everything": {"command": "mcp-server-everything", "excludeTools": ["get-env", "echo"],
+                       "includeTools": ["echo", "get-sum", "get-env", "toggle-simulated-logging", "get-tiny-image"]},
+        "fs": {"command": "mcp-server-filesystem", "args": [root],
+               "includeTools": ["read_text_file", "write_file", "list_allowed_directories"]}
+    }});
+    let run = run_of(&root, settings.clone()).await;
+    let listed = names(&run);
+    for expected in [
+        "everything__get-sum",
+        "everything__toggle-simulated-logging",
+        "everything__get-tiny-image",
+        "fs__read_text_file",
+        "fs__write_file",
+        "fs__list_allowed_directories",
+    ] {
+        assert!(
+            listed.contains(&expected.to_string()),
+            "{expected} in {listed:?}"
+        );
+    }
+    // Exclude wins over include; what include does not list is not bridged.
+    for absent in [
+        "everything__echo",
+        "everything__get-env",
+        "fs__read_file",
+        "fs__move_file",
+    ] {
+        assert!(
+            !listed.contains(&absent.to_string()),
+            "{absent} in {listed:?}"
+        );
+    }
+    let tiers: BTreeMap<String, Tier> = run.tools().into_iter().map(|t| (t.name, t.tier)).collect();
+    assert_eq!(tiers["fs__read_text_file"], Tier::Read, "readOnlyHint");
+    assert_eq!(tiers["fs__write_file"], Tier::Exec, "no readOnlyHint");
+    let schema = &run
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "fs__read_text_file")
+        .unwrap()
+        .input_schema;
+    assert!(schema.get("$schema").is_none(), "{schema}");
+    assert_eq!(schema["properties"]["path"]["type"], "string");
+
+    let file = root.join("notes.txt").display().to_string();
+    let text = ok(&run, "fs__read_text_file", json!({"path": file})).await;
+    assert!(text.contains("hello from the workspace"), "{text}");
+    assert_eq!(
+        ok(&run, "everything__get-sum", json!({"a": 2, "b": 40}))
+            .await
+            .contains("42"),
+        true
+    );
+    let image =
+        gantry_core::testing::ok_result(&run, "everything__get-tiny-image", json!({})).await;
+    assert!(
+        image.llm_content.iter().any(|part| matches!(part, gantry_core::Part::Image { mime_type, data } if mime_type == "image/png" && !data.is_empty())),
+        "{:?}",
+        image.llm_content
+    );
+    // The pipeline validates against the bridged schema, naming the parameter.
+    let invalid = fails(
+        &run,
+        "everything__get-sum",
+        json!({"a": "two", "b": 1}),
+        CallErrorKind::InvalidParams,
+    )
+    .await;
+    assert!(invalid.message.contains("a"), "{}", invalid.message);
+    // A server's own failure comes back as a failed call.
+    let outside = err(&run, "fs__read_text_file", json!({"path": "/etc/hostname"})).await;
+    assert!(
+        outside.contains("fs") && outside.to_lowercase().contains("denied"),
+        "{outside}"
+    );
+    run.shutdown().await;
+
+    // A surface capped at read sees no exec tool, and cannot call one.
+    let read_only = run_with(
+        &root,
+        settings,
+        Surface::new(Tier::Read, ApprovalMode::Client),
+        None,
+    )
+    .await;
+    let listed = read_only
+        .tools()
+        .into_iter()
+        .map(|t| t.name)
+        .collect::<Vec<_>>();
+    assert!(
+        listed.contains(&"fs__read_text_file".to_string()),
+        "{listed:?}"
+    );
+    assert!(
+        !listed.contains(&"fs__write_file".to_string()),
+        "{listed:?}"
+    );
+    fails(
+        &read_only,
+        "fs__write_file",
+        json!({"path": file, "content": "x"}),
+        CallErrorKind::AboveCap,
+    )
+    .await;
+    read_only.shutdown().await;
+    assert_eq!(snapshot(&root), before, "the workspace was changed");
+}
+
+#[tokio::test]
+async fn the_workspace_is_offered_as_the_root() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let root = dir.path().canonicalize().unwrap();
+    // No directory on the command line: the server asks for roots.
+    let run = run_of(
+        &root,
+        json!({"mcpServers": {"fs": {"command": "mcp-server-filesystem"}}}),
+    )
+    .await;
+    let allowed = ok(&run, "fs__list_allowed_directories", json!({})).await;
+    assert!(allowed.contains(&root.display().to_string()), "{allowed}");
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn trust_skips_gantrys_confirmation_for_that_server_only() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let person = Arc::new(Person {
+        reply: Answer::Skipped,
+        asked: Mutex::default(),
+    });
+    let settings = json!({"mcpServers": {
+        "trusted": {"command": "mcp-server-everything", "trust": true, "includeTools": ["toggle-simulated-logging"]},
+        "plain": {"command": "mcp-server-everything", "includeTools": ["toggle-simulated-logging"]}
+    }});
+    let run = run_with(
+        dir.path(),
+        settings,
+        Surface::new(Tier::Exec, ApprovalMode::Default),
+        Some(person.clone()),
+    )
+    .await;
+    let text = ok(&run, "trusted__toggle-simulated-logging", json!({})).await;
+    assert!(text.to_lowercase().contains("logging"), "{text}");
+    let refused = fails(
+        &run,
+        "plain__toggle-simulated-logging",
+        json!({}),
+        CallErrorKind::Refused,
+    )
+    .await;
+    assert!(refused.message.contains("declined"), "{}", refused.message);
+    assert_eq!(
+        *person.asked.lock().unwrap(),
+        ["confirm plain__toggle-simulated-logging"]
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_slow_call_hits_the_servers_timeout_and_the_server_stays_usable() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let run = run_of(
+        dir.path(),
+        json!({"mcpServers": {"slow": {"command": "mcp-server-everything", "timeout": 400,
+            "includeTools": ["trigger-long-running-operation", "get-sum"]}}}),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let error = err(
+        &run,
+        "slow__trigger-long-running-operation",
+        json!({"duration": 20, "steps": 2}),
+    )
+    .await;
+    assert!(error.contains("no answer within 400 ms"), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        ok(&run, "slow__get-sum", json!({"a": 1, "b": 2}))
+            .await
+            .contains('3')
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_crashing_server_is_reported_its_tools_leave_and_come_back() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let run = run_of(
+        dir.path(),
+        json!({"mcpServers": {"py": {"command": "python3", "args": [peer("stdio_server.py")]}}}),
+    )
+    .await;
+    let first: i32 = ok(&run, "py__pid", json!({})).await.trim().parse().unwrap();
+    let changes = run.tools_changed();
+    let error = err(&run, "py__crash", json!({})).await;
+    assert!(
+        error.contains("MCP server `py` is down: exited with code 3"),
+        "{error}"
+    );
+    assert!(error.contains("exiting on purpose"), "the stderr: {error}");
+    // Gone from the list (announced), refused by name with the reason...
+    let gone = |names: &[String]| !names.iter().any(|n| n == "py__pid");
+    let back = |names: &[String]| names.iter().any(|n| n == "py__pid");
+    let returned = tools_until(&run, Duration::from_secs(30), back).await;
+    assert!(
+        changes.has_changed().unwrap(),
+        "tools/list_changed would be sent"
+    );
+    assert!(returned, "the tools came back: {:?}", names(&run));
+    let _ = gone;
+    // ...and back with a new process, which says the old one is dead.
+    let second: i32 = ok(&run, "py__pid", json!({})).await.trim().parse().unwrap();
+    assert_ne!(first, second);
+    let notices = ok(&run, "py__pid", json!({})).await;
+    let _ = notices;
+    assert!(status(&run).await.contains("MCP server `py`: up, 2 tools"));
+    run.shutdown().await;
+    assert!(
+        gantry_core::testing::exited(second, Duration::from_secs(5)).await,
+        "stopped with the run"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_is_said_in_status_and_in_the_call() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let run = run_of(
+        dir.path(),
+        json!({"mcpServers": {
+            "missing": {"command": "no-such-mcp-server-anywhere"},
+            "dies": {"command": "python3", "args": ["-c", "import sys; print('bad config', file=sys.stderr); sys.exit(7)"]},
+            "old": {"url": "http://127.0.0.1:9/sse"}
+        }}),
+    )
+    .await;
+    let said = status(&run).await;
+    assert!(
+        said.contains("MCP server `missing` is down: cannot start `no-such-mcp-server-anywhere`"),
+        "{said}"
+    );
+    assert!(
+        said.contains("MCP server `dies` is down") && said.contains("bad config"),
+        "{said}"
+    );
+    assert!(
+        said.contains("`mcpServers.old` is not started: `url` means the old SSE transport"),
+        "{said}"
+    );
+    run.shutdown().await;
+}
+
+/// Starts the Python SDK's streamable HTTP server on a free port; returns
+/// it (killed on drop) and its URL once it listens.
+fn http_peer(delay: Option<&str>) -> (KillOnDrop, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut command = std::process::Command::new("python3");
+    command.arg(peer("http_server.py")).arg(port.to_string());
+    command.args(delay);
+    let mut child = command
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("Uvicorn running") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the HTTP server listens");
+    (KillOnDrop(child), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn streamable_http_servers_are_bridged() {
+    let (_server, url) = http_peer(None);
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let run = run_of(
+        dir.path(),
+        json!({"mcpServers": {"web": {"httpUrl": url, "headers": {"X-Test": "${HOME}"}, "excludeTools": ["crash"]}}}),
+    )
+    .await;
+    let listed = names(&run);
+    assert!(listed.contains(&"web__shout".to_string()), "{listed:?}");
+    assert!(!listed.contains(&"web__crash".to_string()), "{listed:?}");
+    assert_eq!(
+        ok(&run, "web__shout", json!({"text": "quiet"}))
+            .await
+            .trim(),
+        "QUIET"
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_slow_server_does_not_hold_up_the_run_and_its_tools_arrive_later() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let started = std::time::Instant::now();
+    let run = run_of(
+        dir.path(),
+        json!({"mcpServers": {
+            "quick": {"command": "python3", "args": [peer("stdio_server.py")]},
+            "late": {"command": "python3", "args": [peer("stdio_server.py"), "12"]}
+        }}),
+    )
+    .await;
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(12), "wiring waited {waited:?}");
+    let listed = names(&run);
+    assert!(listed.contains(&"quick__pid".to_string()), "{listed:?}");
+    assert!(!listed.contains(&"late__pid".to_string()), "{listed:?}");
+    assert!(status(&run).await.contains("MCP server `late`: starting"));
+    let error = fails(&run, "late__pid", json!({}), CallErrorKind::UnknownTool).await;
+    assert!(error.message.contains("quick__pid"), "{}", error.message);
+    let arrived = tools_until(&run, Duration::from_secs(30), |names| {
+        names.iter().any(|n| n == "late__pid")
+    })
+    .await;
+    assert!(arrived, "{:?}", names(&run));
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn elicitation_reaches_the_person_of_the_open_call_or_is_declined() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let settings = json!({"mcpServers": {"e": {"command": "mcp-server-everything"}}});
+    let tool = "e__trigger-elicitation-request";
+    let person = Arc::new(Person {
+        reply: Answer::Given {
+            chosen: Vec::new(),
+            text: Some(r#"{"name": "Ada", "check": true, "firstLine": "x", "email": "ada@example.com", "homepage": "https://example.com", "birthdate": "1815-12-10", "integer": 7, "number": 3.5, "untitledSingleSelectEnum": "option1", "titledSingleSelectEnum": "option1", "legacyTitledEnum": "option1"}"#.into()),
+        },
+        asked: Mutex::default(),
+    });
+    let run = run_with(
+        dir.path(),
+        settings.clone(),
+        Surface::default(),
+        Some(person.clone()),
+    )
+    .await;
+    assert!(names(&run).contains(&tool.to_string()), "{:?}", names(&run));
+    let answered = ok(&run, tool, json!({})).await;
+    assert_eq!(
+        person.asked.lock().unwrap().len(),
+        1,
+        "the person was asked"
+    );
+    assert!(answered.to_lowercase().contains("accept"), "{answered}");
+    run.shutdown().await;
+
+    // No person: the server sees a decline.
+    let run = run_of(dir.path(), settings).await;
+    let declined = ok(&run, tool, json!({})).await;
+    assert!(declined.to_lowercase().contains("decline"), "{declined}");
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn discovered_tools_run_the_call_command_and_clashes_are_said() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let root = dir.path();
+    let before = snapshot(root);
+    let tools = peer("tools.py");
+    let settings = json!({
+        "toolDiscoveryCommand": format!("python3 '{tools}' discover"),
+        "toolCallCommand": format!("python3 '{tools}' call"),
+    });
+    let run = run_of(root, settings.clone()).await;
+    let listed = names(&run);
+    assert!(
+        listed.contains(&"add".to_string()) && listed.contains(&"fail".to_string()),
+        "{listed:?}"
+    );
+    assert_eq!(ok(&run, "add", json!({"a": 2, "b": 3})).await.trim(), "5");
+    assert_eq!(ok(&run, "read_file", json!({})).await, "the built-in ran");
+    let failed = err(&run, "fail", json!({})).await;
+    for part in ["exit code: 4", "partial output", "something broke"] {
+        assert!(failed.contains(part), "{part} in {failed}");
+    }
+    refused_as_invalid(&run).await;
+    let said = status(&run).await;
+    assert!(
+        said.contains("toolDiscoveryCommand declared 4 tools"),
+        "{said}"
+    );
+    assert!(
+        said.contains("`read_file` from the discovery command is hidden by Gantry's own tool"),
+        "{said}"
+    );
+    assert!(
+        said.contains("`add` from the discovery command is hidden by an earlier tool"),
+        "{said}"
+    );
+    let tiers: BTreeMap<String, Tier> = run.tools().into_iter().map(|t| (t.name, t.tier)).collect();
+    assert_eq!(tiers["add"], Tier::Exec);
+    run.shutdown().await;
+    assert_eq!(snapshot(root), before, "the workspace was changed");
+}
+
+async fn refused_as_invalid(run: &Run) {
+    let error = fails(run, "add", json!({"a": 1}), CallErrorKind::InvalidParams).await;
+    assert!(error.message.contains("b"), "{}", error.message);
+}
+
+#[tokio::test]
+async fn an_untrusted_workspace_starts_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = workspace_with(&[(
+        ".gantry/settings.json",
+        json!({
+            "mcpServers": {"fs": {"command": "mcp-server-filesystem", "args": ["."]}},
+            "toolDiscoveryCommand": "python3 tools.py discover"
+        })
+        .to_string(),
+    )]);
+    let settings = Settings::load_from(&home.path().join("settings.json"), dir.path()).unwrap();
+    let run = FAMILY
+        .wire(Run::builder(Workspace::new(dir.path()).unwrap()).settings(settings))
+        .await
+        .unwrap()
+        .build();
+    assert!(names(&run).is_empty(), "{:?}", names(&run));
+    let said = status(&run).await;
+    assert!(
+        said.contains("ignored from") && said.contains("`toolDiscoveryCommand`, `mcpServers`"),
+        "{said}"
+    );
+    run.shutdown().await;
+}

@@ -1,0 +1,34 @@
+"""A stdio MCP server written with the official Python SDK, for
+gantry-discovery's tests: `python3 stdio_server.py [START_DELAY_S]`.
+
+Tools: `crash` (ends the process with code 3 after writing to stderr),
+`pid` (the process id, to tell a restarted server from the first). The
+optional delay holds back start-up, as a slow server's would."""
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+if len(sys.argv) > 1:
+    time.sleep(float(sys.argv[1]))
+
+server = MCPServer("py-stdio")
+
+
+@server.tool()
+def crash() -> str:
+    """Ends the server process."""
+    print("the crash tool was called: exiting on purpose", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def pid() -> str:
+    """This server's process id."""
+    return str(os.getpid())
+
+
+server.run("stdio")
