@@ -53,6 +53,7 @@ pub mod result;
 pub mod run;
 pub mod schema;
 pub mod settings;
+pub mod state;
 pub mod suggest;
 mod sync;
 #[cfg(any(test, feature = "testing"))]

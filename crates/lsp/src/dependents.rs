@@ -36,8 +36,6 @@ use crate::supervisor::Supervisor;
 /// Declarations one write asks references for at most: a rewrite of a
 /// whole file touches all of them, and each is a request.
 const MAX_DECLARATIONS: usize = 20;
-/// C/C++ files the include scan reads at most.
-const MAX_SCANNED: usize = 20_000;
 /// Bytes of one C/C++ file the include scan reads at most.
 const MAX_SCAN_BYTES: usize = 256 * 1024;
 /// Edit distance past which two versions of a file count as one change
@@ -594,7 +592,7 @@ pub(crate) async fn find(
         // there, are the ones to check (a caller of a function defined
         // here sees only its declaration in a header). Elsewhere, the
         // server's references.
-        let users = if is_c_family(source) {
+        let users = if crate::compile_db::is_c_family(source) {
             let root = sup.inner.workspace.clone();
             let header = source.to_path_buf();
             let includes = sup.inner.includes.clone();
@@ -687,10 +685,6 @@ pub(crate) fn is_header(path: &Path) -> bool {
     )
 }
 
-fn is_c_family(path: &Path) -> bool {
-    is_header(path) || matches!(language_of(path), Some("c" | "cpp"))
-}
-
 /// What one file includes, as written, with the file's size and time when
 /// read: a scan reads again only the files that changed.
 #[derive(Default)]
@@ -744,27 +738,7 @@ fn names(file: &Path, target: &str, header: &Path) -> bool {
 /// bounded scan of the files (build output and
 /// dependencies skipped), each read again only when it changed.
 pub(crate) fn includers(root: &Path, header: &Path, cache: &IncludeCache) -> Vec<PathBuf> {
-    let mut sources = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                if !name.to_string_lossy().starts_with('.') && !ignored(Path::new(&name)) {
-                    stack.push(path);
-                }
-            } else if kind.is_file() && is_c_family(&path) && sources.len() < MAX_SCANNED {
-                sources.push(path);
-            }
-        }
-    }
+    let sources = crate::compile_db::c_family_files(root);
     let mut graph: Vec<(PathBuf, Arc<Vec<String>>)> = Vec::with_capacity(sources.len());
     {
         for path in sources {

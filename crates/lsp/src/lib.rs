@@ -34,6 +34,7 @@
 
 mod checker;
 pub mod client;
+mod compile_db;
 pub mod convert;
 mod dependents;
 mod diagnostics;

@@ -41,8 +41,8 @@ pub struct LspRenameParams {
     /// The new name.
     pub new_name: String,
     /// Rename even when the server's index does not cover the whole
-    /// project (still indexing, or clangd without compile_commands.json
-    /// knowing only the open files): only the uses it knows change, and
+    /// project (still indexing, or clangd without a compile_commands.json
+    /// or compile_flags.txt knowing only the open files): only the uses it knows change, and
     /// others are left broken. Default false: such a rename is refused,
     /// saying why.
     pub allow_incomplete: Option<bool>,

@@ -351,6 +351,8 @@ pub struct Server {
     exit: watch::Receiver<Option<String>>,
     stopping: AtomicBool,
     request_timeout: Duration,
+    /// It was given a compilation database that lists the project's files.
+    has_database: bool,
 }
 
 /// How much of the project a server's cross-file answers cover.
@@ -397,8 +399,22 @@ impl Server {
         launch: Launch<'_>,
         on_exit: impl FnOnce(String) + Send + 'static,
     ) -> Result<Arc<Server>, String> {
-        let mut child = Command::new(launch.binary)
-            .args(&launch.spec.args)
+        let database = match launch.spec.compilation_database {
+            true => {
+                let root = launch.root.to_path_buf();
+                tokio::task::spawn_blocking(move || crate::compile_db::prepare(&root))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| format!("cannot prepare the compilation database: {e}"))?
+            }
+            false => None,
+        };
+        let mut command = Command::new(launch.binary);
+        command.args(&launch.spec.args);
+        if let Some(dir) = &database {
+            command.arg(format!("--compile-commands-dir={}", dir.display()));
+        }
+        let mut child = command
             .current_dir(launch.root)
             .stdin_piped()
             .stdout(Stdout::Piped)
@@ -491,6 +507,7 @@ impl Server {
             exit,
             stopping: AtomicBool::new(false),
             request_timeout: launch.request_timeout,
+            has_database: database.is_some(),
         }))
     }
 
@@ -548,27 +565,25 @@ impl Server {
         if let Some(task) = self.observed.indexing() {
             return Coverage::Busy(format!("{id} is still {task}"));
         }
-        if self.spec.project_files.is_empty() {
+        if !self.spec.compilation_database {
             return Coverage::Whole;
         }
-        let database = self
-            .spec
-            .project_files
-            .iter()
-            .find(|name| self.root.join(name).is_file());
-        match database {
-            None => Coverage::OpenFiles(format!(
-                "{id} has no index of the whole project here (no {} for its background index to \
-                 list the files from), so it knows only the {} file(s) open in this run",
-                self.spec.project_files.join(" or "),
+        if !self.has_database {
+            return Coverage::OpenFiles(format!(
+                "{id} has no index of the whole project here (no {} or {} for its background \
+                 index to list the files from), so it knows only the {} file(s) open in this run",
+                crate::compile_db::DATABASES.join(" or "),
+                crate::compile_db::FLAGS,
                 self.open_count().await
-            )),
-            Some(_) if !self.observed.progress_ended() => Coverage::Busy(format!(
+            ));
+        }
+        if !self.observed.progress_ended() {
+            return Coverage::Busy(format!(
                 "{id} has not finished indexing the project yet (it knows the open files and \
                  what they include)"
-            )),
-            Some(_) => Coverage::Whole,
+            ));
         }
+        Coverage::Whole
     }
 
     /// How many documents are open.

@@ -37,12 +37,13 @@ pub struct ServerSpec {
     /// requests wait for it (bounded), because pyright leaves requests
     /// sent earlier unanswered.
     pub ready_log: Option<String>,
-    /// Files under the root, one of which the server needs to know the
-    /// whole project (clangd's background index takes the list of files
-    /// from `compile_commands.json`; `compile_flags.txt` lists none).
-    /// Without one its cross-file answers cover the open files only, and
-    /// say so; empty for servers that find the project's files themselves.
-    pub project_files: Vec<String>,
+    /// The server reads a clang compilation database (clangd): Gantry
+    /// hands it one from its state directory, made from the project's
+    /// `compile_commands.json` or `compile_flags.txt` (see `compile_db`),
+    /// so its index stays out of the checkout. Without either its
+    /// cross-file answers cover the open files only, and say so. `false`
+    /// for servers that find the project's files themselves.
+    pub compilation_database: bool,
 }
 
 fn spec(
@@ -65,7 +66,7 @@ fn spec(
         initialization_options: Value::Null,
         settings: Value::Null,
         ready_log: None,
-        project_files: Vec::new(),
+        compilation_database: false,
     }
 }
 
@@ -85,7 +86,7 @@ pub fn builtin() -> Vec<ServerSpec> {
         server
     };
     // The background index makes references, workspace symbols and
-    // renames cover the files of `compile_commands.json`, not just the
+    // renames cover the files of the compilation database, not just the
     // open ones; until it has gone through them once, answers say so.
     let mut clangd = spec(
         "clangd",
@@ -102,10 +103,7 @@ pub fn builtin() -> Vec<ServerSpec> {
         ],
     );
     clangd.program.versioned = true;
-    clangd.project_files = vec![
-        "compile_commands.json".into(),
-        "build/compile_commands.json".into(),
-    ];
+    clangd.compilation_database = true;
     // pyright's language servers accept no `--version` (they fail without
     // `--stdio`): they are found, not probed.
     let pyright_like = |id: &str, binary: &str| {

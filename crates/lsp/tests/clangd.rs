@@ -84,11 +84,30 @@ async fn diagnostics_on_write_and_rename_with_clangd() {
     assert!(note.contains("mul"), "{note}");
     write(&run, "main.c", MAIN).await;
 
-    // Without compile_commands.json clangd knows only the open files: a
-    // rename is refused unless asked to go ahead, and then says so.
+    // compile_flags.txt becomes a database of every source file: the
+    // rename waits for clangd's index and then covers the unopened files.
+    let renamed = ok(
+        &run,
+        "lsp_rename",
+        json!({"file": "main.c", "line": 4, "symbol": "add", "new_name": "sum"}),
+    )
+    .await;
+    assert!(renamed.contains("renamed `add` to `sum`"), "{renamed}");
+    assert!(!renamed.contains("incomplete"), "{renamed}");
+    assert!(read(&run, "main.c").contains("int r = sum(1, 2);"));
+    assert!(read(&run, "util.c").contains("int sum(int a, int b)"));
+    assert!(read(&run, "util.h").contains("int sum(int a, int b);"));
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_database_a_rename_is_refused_unless_asked_to_go_ahead() {
+    let Some((_dir, run)) = ops_project(&[], json!({}), MAKEFILE) else {
+        return;
+    };
     let refused = lsp_rename(
         &run,
-        json!({"file": "main.c", "line": 4, "symbol": "add", "new_name": "sum"}),
+        json!({"file": "ops.h", "line": 1, "symbol": "mul", "new_name": "times"}),
     )
     .await;
     assert!(
@@ -97,23 +116,25 @@ async fn diagnostics_on_write_and_rename_with_clangd() {
         ) && refused.contains("allow_incomplete: true"),
         "{refused}"
     );
-    assert!(read(&run, "main.c").contains("add(1, 2)"));
-    // Open the other files so clangd's index of open files sees them.
-    lsp(&run, json!({"action": "symbols", "file": "util.c"})).await;
-    lsp(&run, json!({"action": "symbols", "file": "util.h"})).await;
+    assert!(read(&run, "app.c").contains("mul(2, 3)"));
+    // Asked to go ahead, it renames what clangd knows, and says the rest
+    // may keep the old name.
+    lsp(&run, json!({"action": "symbols", "file": "ops.h"})).await;
     let renamed = ok(
         &run,
         "lsp_rename",
-        json!({"file": "main.c", "line": 4, "symbol": "add", "new_name": "sum", "allow_incomplete": true}),
+        json!({"file": "app.c", "line": 4, "symbol": "mul", "new_name": "times", "allow_incomplete": true}),
     )
     .await;
-    assert!(renamed.contains("renamed `add` to `sum`"), "{renamed}");
     assert!(
         renamed.contains("note: renamed with an incomplete index"),
         "{renamed}"
     );
-    assert!(read(&run, "main.c").contains("int r = sum(1, 2);"));
-    assert!(read(&run, "util.h").contains("int sum(int a, int b);"));
+    assert!(read(&run, "app.c").contains("times(2, 3)"), "{renamed}");
+    assert!(
+        read(&run, "more.c").contains("mul(4, 5)"),
+        "not known, not renamed"
+    );
     run.shutdown().await;
 }
 
@@ -129,17 +150,23 @@ const OPS: &str = "int mul(int a, int b);\n";
 const APP: &str = "#include \"ops.h\"\n\nint app(void) {\n    return mul(2, 3);\n}\n";
 const MORE: &str = "#include \"ops.h\"\n\nint more(void) {\n    return mul(4, 5);\n}\n";
 
+/// clangd's flags for every file, from which Gantry makes a database.
+const FLAGS: (&str, &str) = ("compile_flags.txt", "-std=c11\n-Wall\n");
+/// A project clangd serves with no database: only its root marker.
+const MAKEFILE: (&str, &str) = ("Makefile", "all:\n");
+
 /// ops.h declares `mul`, which app.c and more.c call; the run never
-/// opens them. `extra` adds files.
+/// opens them. `extra` adds files; `project_file` is the root marker.
 fn ops_project(
     extra: &[(&str, &str)],
     lsp: Value,
+    project_file: (&'static str, &'static str),
 ) -> Option<(tempfile::TempDir, gantry_core::Run)> {
     if !need(&["clangd"]) {
         return None;
     }
     let mut files = vec![
-        ("compile_flags.txt", "-std=c11\n-Wall\n"),
+        project_file,
         ("ops.h", OPS),
         ("app.c", APP),
         ("more.c", MORE),
@@ -150,7 +177,7 @@ fn ops_project(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_header_reaches_the_files_that_call_it() {
-    let Some((_dir, run)) = ops_project(&[], json!({})) else {
+    let Some((_dir, run)) = ops_project(&[], json!({}), FLAGS) else {
         return;
     };
     // As read_file does, and the edit right after it.
@@ -201,6 +228,7 @@ async fn more_dependents_than_the_cap_are_said() {
     let Some((_dir, run)) = ops_project(
         &[("third.c", &third), ("fourth.c", &fourth)],
         json!({"dependentsCap": 2}),
+        FLAGS,
     ) else {
         return;
     };
@@ -222,7 +250,7 @@ async fn more_dependents_than_the_cap_are_said() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn references_say_when_clangd_knows_only_the_open_files() {
-    let Some((_dir, run)) = ops_project(&[], json!({})) else {
+    let Some((_dir, run)) = ops_project(&[], json!({}), MAKEFILE) else {
         return;
     };
     let references = lsp(
@@ -236,7 +264,7 @@ async fn references_say_when_clangd_knows_only_the_open_files() {
     );
     assert!(
         references.contains(
-            "note: this answer may be incomplete: clangd has no index of the whole project here (no compile_commands.json"
+            "note: this answer may be incomplete: clangd has no index of the whole project here (no compile_commands.json or build/compile_commands.json or compile_flags.txt"
         ),
         "{references}"
     );
@@ -245,7 +273,7 @@ async fn references_say_when_clangd_knows_only_the_open_files() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_compile_commands_the_background_index_covers_the_project() {
-    let Some((dir, run)) = ops_project(&[], json!({})) else {
+    let Some((dir, run)) = ops_project(&[], json!({}), MAKEFILE) else {
         return;
     };
     let root = dir.path().canonicalize().unwrap();
@@ -285,4 +313,67 @@ async fn with_compile_commands_the_background_index_covers_the_project() {
     assert!(renamed.contains("in 3 file(s)"), "{renamed}");
     assert!(read(&run, "more.c").contains("times(4, 5)"));
     run.shutdown().await;
+    index_kept_out_of_the_checkout(&root);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_compile_flags_the_background_index_covers_the_project() {
+    let Some((dir, run)) = ops_project(&[], json!({}), FLAGS) else {
+        return;
+    };
+    let mut answers = Vec::new();
+    let complete = within(std::time::Duration::from_secs(60), async || {
+        let references = lsp(
+            &run,
+            json!({"action": "references", "file": "ops.h", "line": 1, "symbol": "mul"}),
+        )
+        .await;
+        let whole = references.contains("app.c\n  4: return mul(2, 3);")
+            && references.contains("more.c\n  4: return mul(4, 5);")
+            && !references.contains("incomplete");
+        answers.push(references);
+        whole
+    })
+    .await;
+    assert!(
+        complete,
+        "{:#?}",
+        &answers[answers.len().saturating_sub(2)..]
+    );
+    run.shutdown().await;
+    index_kept_out_of_the_checkout(&dir.path().canonicalize().unwrap());
+}
+
+/// clangd wrote its index, into Gantry's state directory and not into the
+/// checkout (where it keeps it beside the project's own database).
+fn index_kept_out_of_the_checkout(root: &std::path::Path) {
+    let stray: Vec<_> = walk(root)
+        .into_iter()
+        .filter(|path| path.components().any(|c| c.as_os_str() == ".cache"))
+        .collect();
+    assert!(stray.is_empty(), "written into the checkout: {stray:?}");
+    let kept = gantry_core::state::root_dir("clangd", root).join(".cache/clangd/index");
+    assert!(
+        walk(&kept)
+            .iter()
+            .any(|path| path.extension().is_some_and(|e| e == "idx")),
+        "no index in {}",
+        kept.display()
+    );
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else {
+                files.push(entry.path());
+            }
+        }
+    }
+    files
 }

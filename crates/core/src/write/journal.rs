@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use super::change::ContentHash;
 use crate::settings::state_dir;
+use crate::state::root_key;
 use crate::workspace::Workspace;
 
 const PENDING: &str = "pending";
@@ -40,13 +40,6 @@ pub(crate) fn unique_id() -> String {
         std::process::id(),
         SEQUENCE.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-/// The name of `root`'s directory under a state directory's `roots`: a
-/// hash of the canonical root.
-fn root_key(root: &Path) -> String {
-    let key = ContentHash::of(root.as_os_str().as_encoded_bytes()).to_string();
-    key[..32].to_string()
 }
 
 /// The state directory every Gantry process of this user shares, whatever

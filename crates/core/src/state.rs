@@ -1,0 +1,83 @@
+//! Gantry's own files about a workspace (a language server's compilation
+//! database, a kernel's environment): kept in the state directory, one
+//! folder per purpose and root, so that nothing but what a tool call asked
+//! for is ever written into the user's checkout.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::settings::state_dir;
+use crate::write::ContentHash;
+
+/// A stable, path-safe name for `root` (a hash of its path): its folder's
+/// name under each purpose, and under the journals' `roots`.
+pub(crate) fn root_key(root: &Path) -> String {
+    let key = ContentHash::of(root.as_os_str().as_encoded_bytes()).to_string();
+    key[..32].to_string()
+}
+
+/// The folder Gantry keeps for `purpose` (`clangd`, `kernel`) of the
+/// workspace at `root`; not created.
+pub fn root_dir(purpose: &str, root: &Path) -> PathBuf {
+    state_dir().join(purpose).join(root_key(root))
+}
+
+/// Writes `contents` to `path` (in the state directory) whole or not at
+/// all: a reader, such as a server of another run on the same root, sees
+/// the old file or the new one, never a part. Creates the parents.
+pub fn write_file(path: &Path, contents: &[u8]) -> io::Result<()> {
+    static UNIQUE: AtomicU64 = AtomicU64::new(0);
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a file path has a parent"))?;
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        UNIQUE.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = std::fs::File::create(&temp)
+        .and_then(|mut file| file.write_all(contents).and_then(|()| file.sync_data()))
+        .and_then(|()| std::fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_is_replaced_whole_and_no_temp_file_stays() {
+        let dir = tempfile_dir();
+        let path = dir.join("nested/db.json");
+        write_file(&path, b"one").unwrap();
+        write_file(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["db.json"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn roots_get_folders_of_their_own() {
+        let a = root_dir("clangd", Path::new("/w/a"));
+        let b = root_dir("clangd", Path::new("/w/b"));
+        assert_ne!(a, b);
+        assert_eq!(a, root_dir("clangd", Path::new("/w/a")));
+        assert!(a.starts_with(state_dir().join("clangd")));
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("gantry-state-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
