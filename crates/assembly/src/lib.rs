@@ -123,16 +123,18 @@ pub async fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> any
     Ok(wire_all(builder).await?.build())
 }
 
-/// A run holding every tool Gantry has, on default settings and the full
-/// surface, with a stand-in person so that tools that ask one are wired
-/// too: the tool reference (`gantry tools --markdown`) is then the same on
-/// every machine, whatever its settings, terminal or root. It is only
-/// listed, never called.
+/// A run holding every tool Gantry has, on default settings (plus a
+/// placeholder worker tier, without which worker mode's tools are not
+/// registered) and the full surface, with a stand-in person so that tools
+/// that ask one are wired too: the tool reference (`gantry tools
+/// --markdown`) is then the same on every machine, whatever its settings,
+/// terminal or root. It is only listed, never called.
 pub async fn reference_run(root: &Path) -> anyhow::Result<Run> {
     let workspace = Workspace::new(root)
         .with_context(|| format!("cannot open workspace {}", root.display()))?;
+    let settings = Settings::from_value(gantry_workers::reference_settings())?;
     let builder = Run::builder(workspace)
-        .settings(Settings::default())
+        .settings(settings)
         .surface(Surface::new(Tier::Exec, ApprovalMode::Client))
         .human(Arc::new(NoOneHere));
     Ok(wire_all(builder).await?.build())
@@ -150,6 +152,17 @@ async fn wire_all(mut builder: RunBuilder) -> anyhow::Result<RunBuilder> {
             .map_err(|e| anyhow::anyhow!("cannot wire the {} family: {e}", family.name()))?;
     }
     Ok(builder)
+}
+
+/// Runs `brief` headless as one background worker of `run` to its end
+/// (`gantry agent -p BRIEF`): worker mode's agent loop, on `tier` or the
+/// default one. An error says why it could not start.
+pub async fn run_agent(
+    run: &Run,
+    brief: &str,
+    tier: Option<&str>,
+) -> Result<gantry_workers::Headless, String> {
+    gantry_workers::headless(run, brief, tier).await
 }
 
 /// What each family says about itself in `run` (for `gantry status`):

@@ -109,6 +109,18 @@ enum Command {
         #[command(flatten)]
         surface: SurfaceArgs,
     },
+    /// Run a brief headless as one background worker (worker mode's agent
+    /// loop, the `workers` settings) and print its report.
+    Agent {
+        /// The brief: the whole task, self-contained.
+        #[arg(short = 'p', long = "prompt", value_name = "BRIEF")]
+        brief: String,
+        /// The worker tier: fast or good (default: fast when configured).
+        #[arg(long = "worker-tier", value_name = "TIER")]
+        worker_tier: Option<String>,
+        #[command(flatten)]
+        surface: SurfaceArgs,
+    },
     /// What a run here would wire, and why anything is missing.
     Status {
         #[command(flatten)]
@@ -330,6 +342,30 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             run.shutdown().await;
             outcome?;
             Ok(std::process::ExitCode::SUCCESS)
+        }
+        Command::Agent {
+            brief,
+            worker_tier,
+            surface,
+        } => {
+            let run = gantry_assembly::build_run(
+                &config(surface.surface(ApprovalMode::Client)),
+                interactive(),
+            )
+            .await?;
+            let outcome = gantry_assembly::run_agent(&run, &brief, worker_tier.as_deref()).await;
+            run.shutdown().await;
+            let ended = outcome.map_err(|why| anyhow::anyhow!("agent: {why}"))?;
+            for action in &ended.actions {
+                eprintln!("- {action}");
+            }
+            eprintln!("gantry agent: {}", ended.summary);
+            print_out(&ended.report);
+            Ok(if ended.answered {
+                std::process::ExitCode::SUCCESS
+            } else {
+                std::process::ExitCode::FAILURE
+            })
         }
         Command::Status { surface } => {
             let run = gantry_assembly::build_run(

@@ -38,6 +38,11 @@ use crate::pool::Pool;
 use crate::settings::{HOW_TO_CONFIGURE, SETTINGS_KEY};
 use crate::tools::{Killer, Lister, Sender, Shared, Spawner, TOOL_NAMES, Waiter};
 
+/// Why the tools are absent without worker mode (`gantry status` says
+/// how to configure a tier).
+const WITHHELD: &str = "worker mode is off: no `workers` tier in the user's (or a trusted folder's) settings; \
+     `gantry status` shows how to configure one";
+
 /// The family as the assembly wires it.
 pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("workers", register)
     .settings(&[SETTINGS_KEY], check)
@@ -47,9 +52,9 @@ pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("work
 /// configure a tier; otherwise withholds them, saying how to configure one.
 pub fn register(builder: RunBuilder) -> RunBuilder {
     let Some(config) = settings::resolve(builder.current_settings()).config else {
-        return TOOL_NAMES.iter().fold(builder, |builder, name| {
-            builder.withhold(name, HOW_TO_CONFIGURE)
-        });
+        return TOOL_NAMES
+            .iter()
+            .fold(builder, |builder, name| builder.withhold(name, WITHHELD));
     };
     let pool = Arc::new(Pool::new(config.max_running, builder.notices()));
     let shared = Shared {
@@ -111,4 +116,78 @@ fn status(run: &Run) -> Vec<String> {
         }
     }
     lines
+}
+
+/// How one headless worker (`gantry agent -p BRIEF`) ended.
+#[derive(Debug, Clone)]
+pub struct Headless {
+    /// Whether it answered (rather than failing, running out of turns or
+    /// being killed).
+    pub answered: bool,
+    /// Its final report, or why there is none.
+    pub report: String,
+    /// One line of status: time, requests, tool calls, tokens.
+    pub summary: String,
+    /// What it did, one line per tool call.
+    pub actions: Vec<String>,
+}
+
+/// The longest single wait of [`headless`]; it waits again while the
+/// worker runs (its turns, and each turn's time, are bounded).
+const HEADLESS_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Runs `brief` as one worker of `run` (on `tier`, or the default one) to
+/// its end, through the same `vibe_spawn` every client uses: the headless
+/// agent (`gantry agent -p`). An error says why it could not start (worker
+/// mode off, a tier that cannot serve).
+pub async fn headless(run: &Run, brief: &str, tier: Option<&str>) -> Result<Headless, String> {
+    let mut args = serde_json::json!({"brief": brief, "label": "agent"});
+    if let Some(tier) = tier {
+        args["tier"] = tier.into();
+    }
+    run.call("vibe_spawn", args)
+        .await
+        .map_err(|error| error.message)?;
+    let pool = run
+        .resource::<Pool>()
+        .ok_or_else(|| HOW_TO_CONFIGURE.to_string())?;
+    let worker = pool
+        .all()
+        .pop()
+        .ok_or_else(|| "the worker did not start".to_string())?;
+    let never = gantry_core::CancellationToken::new();
+    let record = loop {
+        let record = worker.wait(HEADLESS_WAIT, &never).await;
+        if record.status != pool::Status::Running {
+            break record;
+        }
+    };
+    let summary = format!(
+        "worker {} ({}, model {}): {} after {:.1} s, {} model requests, {} tool calls, tokens {} in / {} out",
+        worker.id,
+        worker.tier,
+        worker.model,
+        record.status.word(),
+        worker.elapsed().as_secs_f64(),
+        record.requests,
+        record.tool_calls,
+        record.usage.prompt_tokens,
+        record.usage.completion_tokens
+    );
+    Ok(Headless {
+        answered: record.status == pool::Status::Done,
+        report: match &record.status {
+            pool::Status::Failed(reason) => reason.clone(),
+            _ => record.last_result.clone().unwrap_or_default(),
+        },
+        summary,
+        actions: record.actions,
+    })
+}
+
+/// Settings with a placeholder tier, for the tool reference: worker mode's
+/// tools are registered only when a tier is configured, and the reference
+/// lists every tool. Never used to reach a model.
+pub fn reference_settings() -> serde_json::Value {
+    serde_json::json!({"workers": {"fast": {"baseUrl": "http://127.0.0.1:9/v1", "model": "reference"}}})
 }

@@ -61,6 +61,8 @@ pub struct Record {
     pub usage: Usage,
     /// Model requests made.
     pub requests: u64,
+    /// Tool calls made.
+    pub tool_calls: u64,
     /// What it did, one line per tool call, most recent last.
     pub actions: Vec<String>,
     /// When the current run of the loop started.
@@ -247,6 +249,7 @@ impl Observer for Worker {
 
     fn acted(&self, line: String) {
         let mut record = lock(&self.record);
+        record.tool_calls += 1;
         if record.actions.len() == ACTIONS_KEPT {
             record.actions.remove(0);
         }
@@ -322,6 +325,7 @@ impl Pool {
                 last_result: None,
                 usage: Usage::default(),
                 requests: 0,
+                tool_calls: 0,
                 actions: Vec::new(),
                 started: now,
                 ended: None,

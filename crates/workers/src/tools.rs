@@ -302,7 +302,7 @@ fn report(worker: &Worker, record: &Record) -> String {
         record.status.word(),
         worker.elapsed().as_secs_f64(),
         record.requests,
-        record.actions.len(),
+        record.tool_calls,
         record.usage.prompt_tokens,
         record.usage.completion_tokens,
     );

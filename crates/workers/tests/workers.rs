@@ -3,7 +3,8 @@
 //! streamed and not), with the real fs, edit and shell families as the
 //! workers' tools.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod peer;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -11,82 +12,7 @@ use gantry_core::testing::{err, exited, fails, ok, read, workspace_with};
 use gantry_core::{ApprovalMode, CallErrorKind, Family, Run, Settings, Surface, Tier, Workspace};
 use serde_json::{Value, json};
 
-/// The scripted peer, killed when dropped.
-struct Peer {
-    child: std::process::Child,
-    port: u16,
-    _script: tempfile::NamedTempFile,
-}
-
-impl Peer {
-    fn start(script: Value) -> Peer {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        file.write_all(script.to_string().as_bytes()).unwrap();
-        let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer/openai_peer.py");
-        let mut child = std::process::Command::new("python3")
-            .arg(peer)
-            .arg(file.path())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3 runs the scripted peer (scripts/install-workers.sh installs it)");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .trim()
-            .strip_prefix("PORT ")
-            .unwrap_or_else(|| panic!("the peer said {line:?}"))
-            .parse()
-            .unwrap();
-        Peer {
-            child,
-            port,
-            _script: file,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    /// Every request the peer received, in order.
-    fn requests(&self) -> Vec<Value> {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        stream
-            .write_all(b"GET /requests HTTP/1.0\r\nHost: peer\r\n\r\n")
-            .unwrap();
-        let mut text = String::new();
-        stream.read_to_string(&mut text).unwrap();
-        let body = text.split_once("\r\n\r\n").unwrap().1;
-        serde_json::from_str::<Vec<Value>>(body)
-            .unwrap()
-            .into_iter()
-            .map(|record| record["body"].clone())
-            .collect()
-    }
-
-    /// The requests of the conversation whose brief contains `marker`.
-    fn conversation(&self, marker: &str) -> Vec<Value> {
-        self.requests()
-            .into_iter()
-            .filter(|body| {
-                body["messages"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|m| m["role"] == "user" && m["content"].as_str().unwrap().contains(marker))
-            })
-            .collect()
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use peer::Peer;
 
 /// A run over `dir` with the fs, edit, shell and workers families, the
 /// given user-level settings, on `surface`.
