@@ -44,6 +44,7 @@ apt_install ripgrep fd-find
 python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
 [ "${GANTRY_SKIP_LSP:-}" = 1 ] || scripts/install-lsp.sh
 scripts/install-sandbox.sh
+scripts/install-workers.sh
 # The official MCP conformance suite, with the Node >= 22 it needs.
 if [ "${GANTRY_SKIP_CONFORMANCE:-}" != 1 ]; then
   GANTRY_CONFORMANCE_BIN="$(scripts/install-conformance.sh)"
