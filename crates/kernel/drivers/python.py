@@ -417,8 +417,6 @@ def _gantry_driver():
             return code
         if not transformer:
             try:
-                if os.environ.get("GANTRY_KERNEL_REWRITER") == "plain":
-                    raise ImportError("asked for the plain rewriter")
                 from IPython.core.inputtransformer2 import TransformerManager
                 transformer.append(TransformerManager().transform_cell)
             except ImportError:

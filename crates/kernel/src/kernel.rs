@@ -351,7 +351,7 @@ impl Kernel {
         let status = tokio::time::timeout(Duration::from_secs(2), self.child.exited()).await;
         last_words(&self.output, transcript).await;
         let how = match status {
-            Ok(Ok(status)) => format!("{}", describe_death(status)),
+            Ok(Ok(status)) => describe_death(status),
             Ok(Err(e)) => format!("ended ({e})"),
             Err(_) => {
                 self.child.kill_group();

@@ -47,7 +47,7 @@ impl Transcript {
             let fits = floor_char_boundary(&clean, self.head_left);
             self.push_text(&clean[..fits]);
             self.head_left -= fits;
-            self.tail.push(clean[fits..].as_bytes());
+            self.tail.push(&clean.as_bytes()[fits..]);
         } else {
             self.head_left -= clean.len();
             self.push_text(&clean);
