@@ -45,6 +45,7 @@ python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.
 [ "${GANTRY_SKIP_LSP:-}" = 1 ] || scripts/install-lsp.sh
 scripts/install-sandbox.sh
 scripts/install-workers.sh
+scripts/install-kernel.sh
 # The official MCP conformance suite, with the Node >= 22 it needs.
 if [ "${GANTRY_SKIP_CONFORMANCE:-}" != 1 ]; then
   GANTRY_CONFORMANCE_BIN="$(scripts/install-conformance.sh)"
