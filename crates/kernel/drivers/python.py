@@ -33,15 +33,26 @@ def _gantry_driver():
     # would break the protocol, so SIGINT waits while the driver talks.
     signal.pthread_sigmask(signal.SIG_BLOCK, no_interrupt_mask)
 
+    import threading
+
+    main_thread = threading.get_ident()
+
     class NoInterrupt:
+        """SIGINT held back while the main thread talks to the host (a
+        signal mask is per thread, and only the main thread gets SIGINT)."""
+
         depth = 0
 
         def __enter__(self):
+            if threading.get_ident() != main_thread:
+                return
             NoInterrupt.depth += 1
             if NoInterrupt.depth == 1:
                 signal.pthread_sigmask(signal.SIG_BLOCK, no_interrupt_mask)
 
         def __exit__(self, *exc):
+            if threading.get_ident() != main_thread:
+                return
             NoInterrupt.depth -= 1
             if NoInterrupt.depth == 0 and running[0]:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, no_interrupt_mask)
@@ -49,10 +60,13 @@ def _gantry_driver():
     no_interrupt = NoInterrupt()
     running = [False]
 
+    # Threads of the cell print too: one frame at a time on the pipe.
+    frame_lock = threading.Lock()
+
     def write_frame(frame):
         data = json.dumps(frame, default=repr).encode("utf-8", "replace")
         data = struct.pack(">I", len(data)) + data
-        with no_interrupt:
+        with no_interrupt, frame_lock:
             view = memoryview(data)
             while view:
                 view = view[os.write(out_fd, view):]
@@ -81,6 +95,7 @@ def _gantry_driver():
             self.real = real
             self.pending = []
             self.size = 0
+            self.lock = threading.RLock()
 
         def writable(self):
             return True
@@ -99,18 +114,20 @@ def _gantry_driver():
             if not isinstance(text, str):
                 raise TypeError(f"write() argument must be str, not {type(text).__name__}")
             if text:
-                self.pending.append(text)
-                self.size += len(text)
-                if "\n" in text or self.size > 8192:
-                    self.flush()
+                with self.lock:
+                    self.pending.append(text)
+                    self.size += len(text)
+                    if "\n" in text or self.size > 8192:
+                        self.flush()
             return len(text)
 
         def flush(self):
-            if self.pending:
-                text = "".join(self.pending)
-                self.pending = []
-                self.size = 0
-                write_frame({"type": "stream", "name": self.name, "text": text})
+            with self.lock:
+                if self.pending:
+                    text = "".join(self.pending)
+                    self.pending = []
+                    self.size = 0
+                    write_frame({"type": "stream", "name": self.name, "text": text})
 
     stdout = Stream("stdout", real_stdout)
     stderr = Stream("stderr", real_stderr)

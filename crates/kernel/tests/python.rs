@@ -220,3 +220,18 @@ async fn no_process_outlives_the_run() {
         "the kernel {pid} outlived its run"
     );
 }
+
+#[tokio::test]
+async fn threads_of_a_cell_print_without_breaking_the_protocol() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let text = cell(
+        &run,
+        py("import threading\ndef talk(n):\n    for i in range(200):\n        print(f't{n} line {i}')\nthreads = [threading.Thread(target=talk, args=(n,)) for n in range(4)]\nfor t in threads: t.start()\nfor t in threads: t.join()\n'joined'"),
+    )
+    .await;
+    assert_eq!(text.matches(" line ").count(), 800, "{text}");
+    assert!(text.contains("'joined'"), "{text}");
+    assert_eq!(cell(&run, py("1 + 2")).await.lines().next(), Some("3"));
+    run.shutdown().await;
+}
