@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""What the sandbox costs, side by side in one run: Gantry with its default
+sandbox (workspace-write, Landlock) against the same Gantry with
+`sandbox.mode: off`, both over MCP stdio through the raw client of
+bench/mcp_client.py, calls interleaved so load on the machine hits both
+alike.
+
+1. `shell {"command": "true"}`: the round trip of a call, median of many.
+2. `cargo check` of a generated 200-file crate, from a clean target
+   directory each time: median wall time of several.
+
+    bench/sandbox.py --gantry target/release/gantry
+
+Prints each figure for both, the difference and the ratio on / off, and
+the goals: within 2 ms per command, within 2 % on the build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mcp_client import StdioClient  # noqa: E402
+
+MODULES = 200
+
+
+def server(gantry: str, root: Path, home: Path, settings: dict) -> StdioClient:
+    """`gantry mcp` on `root` with `settings` as the user's file."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps(settings))
+    env = dict(os.environ, GANTRY_HOME=str(home))
+    client = StdioClient([gantry, "mcp", "--root", str(root)], str(root), env)
+    client.initialize()
+    return client
+
+
+def shell(client: StdioClient, command: str, timeout: int = 600) -> tuple[float, str]:
+    """One `shell` call: its round trip in ms and its text."""
+    started = time.perf_counter()
+    result = client.request(
+        "tools/call", {"name": "shell", "arguments": {"command": command, "timeout": timeout}}
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    text = "".join(part.get("text", "") for part in result.get("content", []))
+    if result.get("isError") or "[exit code 0" not in text:
+        raise RuntimeError(f"`{command}` failed:\n{text}")
+    return elapsed, text
+
+
+def generate_crate(root: Path) -> None:
+    """A library of MODULES modules, each with a struct, a trait impl and a
+    few generic functions: enough type checking to time."""
+    src = root / "src"
+    src.mkdir(parents=True)
+    (root / "Cargo.toml").write_text(
+        '[package]\nname = "bench200"\nversion = "0.1.0"\nedition = "2021"\n\n[workspace]\n'
+    )
+    lib = []
+    for i in range(MODULES):
+        lib.append(f"pub mod m{i};\n")
+        previous = f"crate::m{i - 1}::Item{i - 1}" if i else "u64"
+        (src / f"m{i}.rs").write_text(
+            f"""use std::collections::HashMap;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Item{i} {{
+    pub id: u64,
+    pub name: String,
+    pub tags: Vec<String>,
+    pub scores: HashMap<String, f64>,
+}}
+
+pub trait Describe{i} {{
+    fn describe(&self) -> String;
+}}
+
+impl Describe{i} for Item{i} {{
+    fn describe(&self) -> String {{
+        format!("{{}}:{{}}:{{}}", self.id, self.name, self.tags.join(","))
+    }}
+}}
+
+pub fn total{i}<I: IntoIterator<Item = f64>>(values: I) -> f64 {{
+    values.into_iter().filter(|v| v.is_finite()).sum()
+}}
+
+pub fn build{i}(previous: &{previous}) -> Item{i} {{
+    let mut scores = HashMap::new();
+    scores.insert(format!("{{:?}}", previous), {i} as f64);
+    Item{i} {{ id: {i}, name: "m{i}".into(), tags: vec!["a".into(), "b".into()], scores }}
+}}
+"""
+        )
+    (src / "lib.rs").write_text("".join(lib))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gantry", required=True)
+    parser.add_argument("--calls", type=int, default=300, help="`true` calls per side")
+    parser.add_argument("--builds", type=int, default=5, help="cargo checks per side")
+    args = parser.parse_args()
+    gantry = str(Path(args.gantry).resolve())
+
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        root = scratch / "workspace"
+        generate_crate(root)
+        on = server(gantry, root, scratch / "home-on", {})
+        off = server(gantry, root, scratch / "home-off", {"sandbox": {"mode": "off"}})
+        sides = {"on": on, "off": off}
+        # Warm up both (the run's sandbox is built on the first command, the
+        # mode-off notice comes once), and check each side is what it says.
+        for _ in range(5):
+            for client in sides.values():
+                shell(client, "true")
+        # A directory outside the temp directory and the caches (beside
+        # the gantry binary): only the unconfined side may write there.
+        outside = Path(tempfile.mkdtemp(prefix="sandbox-bench-", dir=Path(gantry).parent))
+        try:
+            probe = f"touch {outside}/probe-$$ 2>&1; true"
+            _, text_on = shell(on, probe)
+            _, text_off = shell(off, probe)
+            assert "The sandbox probably refused" in text_on, text_on
+            assert "The sandbox probably refused" not in text_off, text_off
+            assert len(list(outside.iterdir())) == 1, "exactly the off side wrote"
+        finally:
+            for probe_file in outside.iterdir():
+                probe_file.unlink()
+            outside.rmdir()
+
+        calls = {"on": [], "off": []}
+        for i in range(args.calls):
+            order = ("on", "off") if i % 2 == 0 else ("off", "on")
+            for side in order:
+                calls[side].append(shell(sides[side], "true")[0])
+
+        builds = {"on": [], "off": []}
+        for i in range(args.builds):
+            order = ("on", "off") if i % 2 == 0 else ("off", "on")
+            for side in order:
+                shell(sides[side], "rm -rf target")
+                # Each side its own target directory, so neither reuses the
+                # other's work; timed inside the command, the build alone.
+                _, text = shell(
+                    sides[side],
+                    f"s=$(date +%s%N); CARGO_TARGET_DIR=target/{side} cargo check --offline -q; "
+                    "e=$(date +%s%N); echo build_ns=$((e - s))",
+                )
+                ns = int(text.rsplit("build_ns=", 1)[1].split()[0])
+                builds[side].append(ns / 1e6)
+        for client in sides.values():
+            client.close()
+
+    def line(label: str, on_ms: float, off_ms: float, unit_goal: str) -> None:
+        print(
+            f"{label:<34} on {on_ms:9.2f} ms   off {off_ms:9.2f} ms   "
+            f"difference {on_ms - off_ms:+8.2f} ms   ratio on/off {on_ms / off_ms:6.3f}   {unit_goal}"
+        )
+
+    call_on, call_off = statistics.median(calls["on"]), statistics.median(calls["off"])
+    build_on, build_off = statistics.median(builds["on"]), statistics.median(builds["off"])
+    print(f"{args.calls} interleaved calls per side; {args.builds} interleaved builds per side (medians)")
+    line('shell {"command": "true"}', call_on, call_off,
+         f"goal: within 2 ms -> {'met' if call_on - call_off <= 2 else 'NOT met'}")
+    line(f"cargo check, {MODULES} files", build_on, build_off,
+         f"goal: within 2 % -> {'met' if build_on <= build_off * 1.02 else 'NOT met'} "
+         f"({(build_on / build_off - 1) * 100:+.1f} %)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

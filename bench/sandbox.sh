@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# What the sandbox costs, side by side in one run: Gantry with its default
+# sandbox (Landlock, workspace-write) and with `sandbox.mode: off`, both
+# through `gantry mcp` and the raw client of bench/mcp_client.py, calls
+# interleaved: the round trip of `shell {"command": "true"}` (goal: within
+# 2 ms) and a clean `cargo check` of a generated 200-file crate (goal:
+# within 2 %). See bench/sandbox.py.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -q -p gantry -p gantry-process --bins
+abi="$(python3 -c 'import ctypes; print(ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1))')"
+echo "kernel $(uname -r), Landlock ABI $abi, $(nproc) cores"
+exec python3 bench/sandbox.py --gantry target/release/gantry "$@"
