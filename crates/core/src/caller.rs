@@ -34,6 +34,8 @@ pub struct Chain {
     /// Exclusive tools held by the calls above (a nested call to one of
     /// them would wait for itself).
     pub(crate) held: Arc<Vec<String>>,
+    /// Whether the call was made from inside another (by a [`Caller`]).
+    pub(crate) nested: bool,
 }
 
 /// A handle a tool gets from [`ToolContext::caller`](crate::ToolContext::caller)
@@ -66,7 +68,10 @@ impl Caller {
             cancel: self.cancel.child_token(),
             human: self.human.clone(),
             surface: Some(self.surface),
-            chain: Some(self.chain.clone()),
+            chain: Some(Chain {
+                nested: true,
+                ..self.chain.clone()
+            }),
             ..CallOptions::default()
         };
         let outcome = self.run.call_with(name, args, options).await;
@@ -74,6 +79,14 @@ impl Caller {
             observe(Nested::Ended(name));
         }
         outcome
+    }
+
+    /// Whether the call this caller belongs to was itself made from
+    /// inside another call (a kernel cell's bridge, a worker), not by the
+    /// model or front end directly: what the client's own prompt approved
+    /// was then the outer call, not this one.
+    pub fn is_nested(&self) -> bool {
+        self.chain.nested
     }
 
     /// The surface nested calls run under.

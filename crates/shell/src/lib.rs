@@ -310,10 +310,17 @@ impl Tool for Shell {
 
 /// Whether a run outside the sandbox had a person's yes: Gantry's own
 /// confirmation under `default` and `auto-edit` (the pipeline asked before
-/// this call ran), the client's own prompt under `client`. Under `yolo`
-/// no one is asked, and the sandbox is the only guard left: refused.
+/// this call ran), the client's own prompt under `client` when the model
+/// made this call itself (a call from inside another, a kernel cell's,
+/// was never shown to the client). Under `yolo` no one is asked, and the
+/// sandbox is the only guard left: refused.
 fn approved_outside(ctx: &ToolContext) -> Result<(), ToolError> {
     match ctx.surface().approval {
+        ApprovalMode::Client if ctx.caller().is_nested() => Err(ToolError::failed(
+            "sandbox: false needs a person's yes, and under approval mode `client` the client \
+             approved the call this one was made from, not this one; the command was not run. \
+             Call `shell` with sandbox: false directly, so the client can ask",
+        )),
         ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Client => Ok(()),
         mode @ (ApprovalMode::Yolo | ApprovalMode::Plan) => Err(ToolError::failed(format!(
             "sandbox: false needs a person's yes, and approval mode `{mode}` asks no one, so the \

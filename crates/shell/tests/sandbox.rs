@@ -436,3 +436,82 @@ async fn the_workspace_holds_only_what_the_commands_wrote() {
     run.shutdown().await;
     assert_eq!(tree(workspace.path()), before);
 }
+
+/// A tool that calls `shell` from inside itself, as a kernel cell's
+/// bridge does: the nested call goes through the real pipeline.
+struct Outer;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct OuterParams {
+    /// What to pass to `shell`.
+    args: Value,
+}
+
+#[async_trait]
+impl gantry_core::Tool for Outer {
+    type Params = OuterParams;
+
+    fn spec(&self) -> gantry_core::ToolSpec {
+        gantry_core::ToolSpec::new(
+            "outer",
+            "Outer",
+            Tier::Exec,
+            "Calls shell on its caller's behalf.",
+        )
+    }
+
+    fn describe(&self, _: &OuterParams) -> String {
+        "call shell".into()
+    }
+
+    async fn execute(
+        &self,
+        params: OuterParams,
+        ctx: gantry_core::ToolContext,
+    ) -> Result<gantry_core::ToolResult, gantry_core::ToolError> {
+        ctx.caller()
+            .call("shell", params.args)
+            .await
+            .map_err(|e| gantry_core::ToolError::failed(e.message))
+    }
+}
+
+#[tokio::test]
+async fn under_client_a_nested_sandbox_false_is_refused() {
+    if !sandbox_here() {
+        return;
+    }
+    let workspace = scratch();
+    let outside = scratch();
+    let target = outside.path().join("nested.txt");
+    let run = gantry_shell::register(
+        Run::builder(Workspace::new(workspace.path()).unwrap()).settings(Settings::default()),
+    )
+    .tool(Outer)
+    .build();
+    let shell_args =
+        json!({"command": format!("echo out > {}", target.display()), "sandbox": false});
+    let error = fails(
+        &run,
+        "outer",
+        json!({"args": shell_args}),
+        CallErrorKind::Failed,
+    )
+    .await;
+    assert!(
+        error
+            .message
+            .contains("the client approved the call this one was made from"),
+        "{}",
+        error.message
+    );
+    assert!(!target.exists());
+    // Confined, the same nested call runs.
+    let text = ok(
+        &run,
+        "outer",
+        json!({"args": {"command": "echo nested-ok"}}),
+    )
+    .await;
+    assert!(text.contains("nested-ok"), "{text}");
+}
