@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -87,7 +88,7 @@ def ipykernel(root: str, starts: int, cells: int) -> dict:
     for _ in range(starts):
         t0 = time.perf_counter()
         km = KernelManager(kernel_name="python3")
-        km.start_kernel(cwd=root)
+        km.start_kernel(cwd=root, stderr=subprocess.DEVNULL)
         kc = km.client()
         kc.start_channels()
         kc.wait_for_ready(timeout=60)
@@ -96,7 +97,7 @@ def ipykernel(root: str, starts: int, cells: int) -> dict:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
     km = KernelManager(kernel_name="python3")
-    km.start_kernel(cwd=root)
+    km.start_kernel(cwd=root, stderr=subprocess.DEVNULL)
     kc = km.client()
     kc.start_channels()
     kc.wait_for_ready(timeout=60)
