@@ -167,12 +167,26 @@ impl Kernel {
         self.child.clone()
     }
 
-    /// Whether the kernel has died since its last cell.
-    pub fn died(&self) -> Option<String> {
-        match self.child.try_exited() {
-            Ok(None) => None,
-            Ok(Some(status)) => Some(gantry_process::describe_exit(status)),
-            Err(e) => Some(format!("ended ({e})")),
+    /// Whether the kernel has died since its last cell, and how. The
+    /// interpreter's own pidfd says so at once (its reaper, if any, exits
+    /// a moment later, with the status).
+    pub async fn died(&self) -> Option<String> {
+        let mut watched = [rustix::event::PollFd::new(
+            &self.pidfd,
+            rustix::event::PollFlags::IN,
+        )];
+        let now = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let interpreter_gone = rustix::event::poll(&mut watched, Some(&now)).is_ok_and(|n| n > 0);
+        if !interpreter_gone && matches!(self.child.try_exited(), Ok(None)) {
+            return None;
+        }
+        match tokio::time::timeout(Duration::from_secs(2), self.child.exited()).await {
+            Ok(Ok(status)) => Some(describe_death(status)),
+            Ok(Err(e)) => Some(format!("ended ({e})")),
+            Err(_) => Some("ended".into()),
         }
     }
 

@@ -260,7 +260,7 @@ impl Tool for Eval {
             ));
         }
         if let Some(kernel) = slot.kernel.take() {
-            match kernel.died() {
+            match kernel.died().await {
                 Some(how) => notes.push(format!(
                     "the previous {} kernel {how} after the last cell; {}; a fresh one was started",
                     language.name(),

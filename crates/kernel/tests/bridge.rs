@@ -122,3 +122,42 @@ async fn a_cell_makes_at_most_200_bridged_calls() {
     );
     run.shutdown().await;
 }
+
+#[tokio::test]
+async fn cancelling_the_cell_cancels_the_bridged_call_in_flight() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    cell(&run, py("kept = 'yes'")).await;
+    let pid_file = tempfile::NamedTempFile::new().unwrap();
+    let command = format!("echo $$ > {}; exec sleep 60", pid_file.path().display());
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let options = gantry_core::CallOptions {
+        cancel: cancel.clone(),
+        ..Default::default()
+    };
+    let code = format!("tool('shell', {{'command': {command:?}}})");
+    let call = tokio::spawn({
+        let run = run.clone();
+        async move { run.call_with("eval", py(&code), options).await }
+    });
+    // Cancel once the bridged command runs.
+    let pid = loop {
+        let text = std::fs::read_to_string(pid_file.path()).unwrap();
+        if let Ok(pid) = text.trim().parse::<i32>() {
+            break pid;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    cancel.cancel();
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(10), call)
+        .await
+        .expect("the cancel ends the call")
+        .unwrap();
+    assert!(outcome.is_err());
+    assert!(
+        gantry_core::testing::exited(pid, std::time::Duration::from_secs(5)).await,
+        "the bridged command outlived the cancelled cell"
+    );
+    assert!(cell(&run, py("kept")).await.starts_with("'yes'"));
+    run.shutdown().await;
+}

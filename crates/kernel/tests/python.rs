@@ -235,3 +235,27 @@ async fn threads_of_a_cell_print_without_breaking_the_protocol() {
     assert_eq!(cell(&run, py("1 + 2")).await.lines().next(), Some("3"));
     run.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_kernel_that_died_between_cells_is_reported_by_the_next_call() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let pid: i32 = cell(
+        &run,
+        py("import os, threading\ndoomed = 1\nthreading.Timer(0.2, lambda: os._exit(9)).start()\nos.getpid()"),
+    )
+    .await
+    .lines()
+    .next()
+    .unwrap()
+    .parse()
+    .unwrap();
+    assert!(gantry_core::testing::exited(pid, std::time::Duration::from_secs(5)).await);
+    let text = cell(&run, py("'doomed' in globals()")).await;
+    assert!(text.starts_with("False"), "{text}");
+    assert!(
+        text.contains("the previous Python kernel exited with code 9 after the last cell; lost: variables doomed"),
+        "{text}"
+    );
+    run.shutdown().await;
+}
