@@ -1,0 +1,69 @@
+//! What confining a child costs at its spawn, for `bench/sandbox.sh`: the
+//! spawn and wait of `true` under a reaper, unconfined and in a
+//! workspace-write sandbox with the network allowed and denied,
+//! interleaved in one process so load hits all three alike.
+//!
+//! `sandbox_spawn REAPER [ROUNDS]`
+
+use std::time::{Duration, Instant};
+
+use gantry_process::sandbox::{Mode, Policy};
+use gantry_process::{Command, Sandbox};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(reaper) = args.get(1) else {
+        eprintln!("usage: sandbox_spawn REAPER [ROUNDS]");
+        std::process::exit(2);
+    };
+    let rounds: usize = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(300);
+    gantry_process::reaper::use_program(reaper);
+    let workspace = tempfile::tempdir().unwrap();
+    let roots = [workspace.path().to_path_buf()];
+    let confined = |network| {
+        let policy = Policy {
+            mode: Mode::WorkspaceWrite,
+            mode_chosen: true,
+            network,
+            ..Policy::default()
+        };
+        let sandbox = Sandbox::new(policy, &roots);
+        assert!(sandbox.confines(), "{:?}", sandbox.status());
+        Some(sandbox)
+    };
+    let sides = [
+        ("unconfined", None),
+        ("sandbox, network allowed", confined(true)),
+        ("sandbox, network denied", confined(false)),
+    ];
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut took = vec![Vec::with_capacity(rounds); sides.len()];
+    runtime.block_on(async {
+        for round in 0..rounds + 20 {
+            for (side, (_, sandbox)) in sides.iter().enumerate() {
+                let started = Instant::now();
+                let mut command = Command::new("true");
+                if let Some(sandbox) = sandbox {
+                    command.sandbox(sandbox);
+                }
+                let status = command.spawn().unwrap().wait().await.unwrap();
+                assert!(status.success());
+                if round >= 20 {
+                    took[side].push(started.elapsed());
+                }
+            }
+        }
+    });
+    let median = |values: &mut Vec<Duration>| {
+        values.sort();
+        values[values.len() / 2].as_secs_f64() * 1e3
+    };
+    let base = median(&mut took[0]);
+    for (side, (label, _)) in sides.iter().enumerate() {
+        let ms = median(&mut took[side]);
+        println!(
+            "spawn+wait `true`, {label:<26} median {ms:6.3} ms   difference {:+6.3} ms",
+            ms - base
+        );
+    }
+}
