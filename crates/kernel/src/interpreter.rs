@@ -8,8 +8,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-
 /// A kernel's language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Language {
@@ -54,9 +52,9 @@ pub struct Interpreter {
 const CREATE_BOUND: Duration = Duration::from_secs(120);
 
 /// The interpreter for `language` in the workspace at `root`; for Python
-/// the project's environment, else Gantry's one for this workspace in
-/// `state`, created on first use.
-pub async fn locate(language: Language, root: &Path, state: &Path) -> Result<Interpreter, String> {
+/// the project's environment, else Gantry's one for this workspace in the
+/// state directory, created on first use.
+pub async fn locate(language: Language, root: &Path) -> Result<Interpreter, String> {
     if language == Language::JavaScript {
         return Ok(Interpreter {
             program: "node".into(),
@@ -74,7 +72,7 @@ pub async fn locate(language: Language, root: &Path, state: &Path) -> Result<Int
             });
         }
     }
-    let env = state.join("kernels").join(workspace_key(root)).join("venv");
+    let env = gantry_core::state::root_dir("kernel", root).join("venv");
     let python = env.join("bin").join("python");
     if !python.is_file() {
         create(&env).await?;
@@ -86,30 +84,15 @@ pub async fn locate(language: Language, root: &Path, state: &Path) -> Result<Int
     })
 }
 
-/// The folder name of a workspace's environment: readable, and unique
-/// per path.
-fn workspace_key(root: &Path) -> String {
-    let digest = Sha256::digest(root.as_os_str().as_encoded_bytes());
-    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-    let name = root
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    format!("{name}-{hex}")
-}
-
-/// Creates the environment beside its final place and renames it in, so
-/// two runs starting at once never see half of one. Without pip of its
-/// own (fast): `%pip` uses the system's pip, visible through the system
-/// site packages, which installs into the environment.
+/// Creates the environment (and the folders above it). Without pip of its
+/// own, which makes it fast: `%pip` runs the system's pip, visible through
+/// the system site packages, and that installs into the environment. Two
+/// runs creating it at once is harmless: `venv` on an existing
+/// environment only completes it.
 async fn create(env: &Path) -> Result<(), String> {
-    let parent = env.parent().expect("an environment path has a parent");
-    std::fs::create_dir_all(parent)
-        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-    let building = parent.join(format!("venv.building-{}", std::process::id()));
     let child = gantry_process::Command::new("python3")
         .args(["-m", "venv", "--system-site-packages", "--without-pip"])
-        .arg(&building)
+        .arg(env)
         .spawn()
         .map_err(|e| format!("cannot run python3 to create the kernel environment: {e}"))?;
     let status = tokio::time::timeout(CREATE_BOUND, child.wait())
@@ -118,16 +101,11 @@ async fn create(env: &Path) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     if !status.success() {
         let why = child.stderr().map(|c| c.explain()).unwrap_or_default();
-        let _ = std::fs::remove_dir_all(&building);
         return Err(format!(
             "python3 -m venv {} {}: {why}",
-            building.display(),
+            env.display(),
             gantry_process::describe_exit(status)
         ));
-    }
-    if std::fs::rename(&building, env).is_err() {
-        // Another run made it first: theirs is as good.
-        let _ = std::fs::remove_dir_all(&building);
     }
     Ok(())
 }

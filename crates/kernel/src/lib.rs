@@ -348,8 +348,7 @@ fn finish(params: &EvalParams, parts: Vec<Part>, failed: bool) -> Result<ToolRes
 /// also write the kernel's own environment).
 async fn start(language: Language, run: &Run) -> Result<Kernel, String> {
     let root = run.workspace().root().to_path_buf();
-    let interpreter =
-        interpreter::locate(language, &root, &gantry_core::settings::state_dir()).await?;
+    let interpreter = interpreter::locate(language, &root).await?;
     let env = environment(run)?;
     let sandbox = match &interpreter.writable {
         None => Sandbox::of(run).await,

@@ -147,7 +147,7 @@ async fn without_a_venv_pip_installs_into_gantrys_environment_not_the_system() {
         )),
     )
     .await;
-    let state = gantry_core::testing::state_dir().join("kernels");
+    let state = gantry_core::testing::state_dir().join("kernel");
     assert!(text.contains(&state.display().to_string()), "{text}");
     assert!(text.contains(", 3)"), "{text}");
     let system = std::process::Command::new("python3")
