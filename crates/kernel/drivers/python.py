@@ -215,10 +215,17 @@ def _gantry_driver():
         data["text/plain"] = repr(value)
         return data
 
-    def display(*values):
-        """Shows each value in the cell's output: an image, a table, text."""
+    def display(*values, raw=False):
+        """Shows each value in the cell's output: an image, a table, text.
+        With raw=True each value is a mime bundle already, e.g.
+        {"text/markdown": "**done**"} or {"image/png": base64_text}."""
         for value in values:
-            send({"type": "display", "data": bundle(value)})
+            if raw:
+                data = {str(mime): content if isinstance(content, str) else
+                        base64.b64encode(content).decode() for mime, content in dict(value).items()}
+            else:
+                data = bundle(value)
+            send({"type": "display", "data": data})
 
     def show_open_figures():
         pyplot = sys.modules.get("matplotlib.pyplot")

@@ -119,3 +119,43 @@ async fn ipython_idioms_through_the_fallback_rewriter() {
     idioms_work(&run, dir.path()).await;
     run.shutdown().await;
 }
+
+#[tokio::test]
+async fn raw_mime_bundles_and_javascript_displays() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let text = cell(
+        &run,
+        py("display({'text/markdown': '**bold**', 'text/plain': 'bold'}, raw=True)"),
+    )
+    .await;
+    assert!(text.starts_with("**bold**"), "{text}");
+    let result = cell_result(
+        &run,
+        py("import io, base64, matplotlib.pyplot as plt\nfig = plt.figure()\nbuffer = io.BytesIO()\nfig.savefig(buffer, format='png')\nplt.close(fig)\npng = buffer.getvalue()\ndisplay({'image/png': png}, raw=True)"),
+    )
+    .await;
+    assert_eq!(images(&result).len(), 1);
+    let png = base64_png(&run).await;
+    let shown = cell_result(
+        &run,
+        js(&format!("display('plain text'); display.markdown('| a |'); display(Buffer.from('{png}', 'base64'))")),
+    )
+    .await;
+    let text = shown.text_content();
+    assert!(text.starts_with("plain text\n| a |"), "{text}");
+    let pictures = images(&shown);
+    assert_eq!(pictures.len(), 1);
+    assert!(png_dimensions(&pictures[0]).is_some());
+    run.shutdown().await;
+}
+
+/// A small PNG, as base64, made by matplotlib in the run's Python kernel.
+async fn base64_png(run: &gantry_core::Run) -> String {
+    let text = cell(
+        run,
+        py("import io, base64, matplotlib.pyplot as plt\nfig = plt.figure(figsize=(1, 1))\nbuffer = io.BytesIO()\nfig.savefig(buffer, format='png')\nplt.close(fig)\nprint(base64.b64encode(buffer.getvalue()).decode())"),
+    )
+    .await;
+    text.lines().next().unwrap().to_string()
+}
