@@ -1,0 +1,129 @@
+//! The sandbox through the real binary: `gantry status` says what it does
+//! (and that language servers are exempt, and what an untrusted workspace
+//! asked for in vain); `gantry session` runs `shell` confined, explains a
+//! refused write and creates nothing outside; `mode: off` is said once per
+//! run. Needs Landlock ABI 4, unless `GANTRY_SKIP_SANDBOX=1`.
+
+mod common;
+
+use std::path::Path;
+
+use gantry_process::sandbox::{NET_ABI, kernel_abi};
+use serde_json::{Value, json};
+
+fn sandbox_here() -> bool {
+    if gantry_core::testing::skip_requested(
+        "GANTRY_SKIP_SANDBOX",
+        "the test, which needs Landlock ABI 4",
+    ) {
+        return false;
+    }
+    let abi = kernel_abi();
+    assert!(
+        abi >= NET_ABI,
+        "this kernel offers Landlock ABI {abi}; the sandbox tests need {NET_ABI} (set \
+         GANTRY_SKIP_SANDBOX=1 to skip them on purpose)"
+    );
+    true
+}
+
+fn write_settings(dir: &Path, settings: Value) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+}
+
+fn status(ws: &Path, state: &Path) -> String {
+    let output = common::gantry(ws, state).arg("status").output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The text of each reply of one `gantry session`, every part of it.
+fn texts(ws: &Path, state: &Path, commands: &[String]) -> Vec<String> {
+    let requests: Vec<Value> = commands
+        .iter()
+        .map(|command| json!({"tool": "shell", "args": {"command": command}}))
+        .collect();
+    common::session(ws, state, &requests)
+        .into_iter()
+        .map(|reply| {
+            assert_eq!(reply["ok"], true, "{reply}");
+            reply["result"]["llm_content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+#[test]
+fn status_and_session_show_the_sandbox() {
+    if !sandbox_here() {
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("escaped.txt");
+
+    let text = status(ws.path(), state.path());
+    assert!(
+        text.contains(&format!(
+            "sandbox: workspace-write (Landlock ABI {}), network allowed",
+            kernel_abi()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("language servers are exempt"), "{text}");
+
+    let replies = texts(
+        ws.path(),
+        state.path(),
+        &[format!("echo out > {}", target.display())],
+    );
+    assert!(
+        replies[0].contains(&format!(
+            "The sandbox probably refused writing `{}`",
+            target.display()
+        )),
+        "{}",
+        replies[0]
+    );
+    assert!(!target.exists());
+
+    // An untrusted workspace cannot turn it off; status says what it ignored.
+    write_settings(
+        &ws.path().join(".gantry"),
+        json!({"sandbox": {"mode": "off"}}),
+    );
+    let text = status(ws.path(), state.path());
+    assert!(text.contains("sandbox: workspace-write"), "{text}");
+    assert!(
+        text.contains("ignored from the workspace's settings: mode: off"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(ws.path().join(".gantry")).unwrap();
+
+    // The user can, and each run hears of it once.
+    write_settings(
+        &state.path().join("home"),
+        json!({"sandbox": {"mode": "off"}}),
+    );
+    let text = status(ws.path(), state.path());
+    assert!(
+        text.contains("sandbox: off: `sandbox.mode` is `off`"),
+        "{text}"
+    );
+    let command = format!("echo out > {}", target.display());
+    let replies = texts(ws.path(), state.path(), &[command.clone(), command]);
+    assert!(
+        replies[0].contains("[run notice] the sandbox is off"),
+        "{}",
+        replies[0]
+    );
+    assert!(!replies[1].contains("sandbox is off"), "{}", replies[1]);
+    assert!(target.exists());
+}
