@@ -177,6 +177,24 @@ async fn writable_roots_widen_and_read_only_narrows() {
     assert_eq!(code, 0, "{output}");
     assert!(extra.path().join("allowed").exists());
 
+    // Gantry's own directory for a program (a kernel's environment).
+    let own = scratch();
+    let with_own = widened.also_writable(own.path());
+    let (code, output) = run(
+        &with_own,
+        workspace.path(),
+        &format!("touch {}/mine", own.path().display()),
+    )
+    .await;
+    assert_eq!(code, 0, "{output}");
+    let (code, _) = run(
+        &widened,
+        workspace.path(),
+        &format!("touch {}/not-before", own.path().display()),
+    )
+    .await;
+    assert_ne!(code, 0, "the sandbox it came from is unchanged");
+
     let read_only = sandbox(Mode::ReadOnly, true, workspace.path());
     let (code, output) = run(
         &read_only,

@@ -415,6 +415,35 @@ impl Sandbox {
         }
     }
 
+    /// This sandbox with `place` writable too, in any confining mode: for
+    /// Gantry's own directories a program it starts must write (a kernel's
+    /// environment in the state directory), never the user's. The rules
+    /// are built again; a sandbox that does not confine is returned as is.
+    pub fn also_writable(&self, place: &Path) -> Sandbox {
+        if !self.confines() {
+            return self.clone();
+        }
+        let Inner {
+            policy,
+            writable,
+            ignored,
+            abi,
+            ..
+        } = &*self.inner;
+        let mut writable = writable.clone();
+        writable.push(place.to_path_buf());
+        let state = decide(policy, &writable, *abi);
+        Sandbox {
+            inner: Arc::new(Inner {
+                policy: policy.clone(),
+                writable,
+                ignored: ignored.clone(),
+                abi: *abi,
+                state,
+            }),
+        }
+    }
+
     /// The policy in force.
     pub fn policy(&self) -> &Policy {
         &self.inner.policy
