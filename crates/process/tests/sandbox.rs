@@ -205,6 +205,12 @@ async fn writable_roots_widen_and_read_only_narrows() {
     assert_ne!(code, 0, "{output}");
     assert!(output.contains("read-ok"), "{output}");
     assert!(!workspace.path().join("made-here").exists());
+    let explained = read_only.explain(&output).expect("explained");
+    assert!(
+        explained.contains("a write (in `read-only` mode"),
+        "{explained}"
+    );
+    assert!(explained.contains("workspace-write"), "{explained}");
 }
 
 #[tokio::test]

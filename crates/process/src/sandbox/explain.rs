@@ -23,6 +23,9 @@ pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
     let policy = sandbox.policy();
     let mut refused_paths: Vec<PathBuf> = Vec::new();
     let mut refused_socket = false;
+    // In read-only mode a refusal naming no absolute path (`touch: cannot
+    // touch 'x'`) is a write all the same.
+    let mut refused_unnamed = false;
     for line in output.lines() {
         if !REFUSED.iter().any(|word| line.contains(word)) {
             continue;
@@ -34,6 +37,7 @@ pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
             .collect();
         if paths.is_empty() {
             refused_socket |= !policy.network;
+            refused_unnamed |= policy.mode == Mode::ReadOnly;
             continue;
         }
         for path in paths {
@@ -42,10 +46,17 @@ pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
             }
         }
     }
-    if refused_paths.is_empty() && !refused_socket {
+    if refused_paths.is_empty() && !refused_socket && !refused_unnamed {
         return None;
     }
     let mut what = Vec::new();
+    if refused_unnamed && refused_paths.is_empty() {
+        what.push(
+            "a write (in `read-only` mode commands may write nothing but /dev/null, /dev/tty \
+             and /dev/pts)"
+                .to_string(),
+        );
+    }
     if !refused_paths.is_empty() {
         let named: Vec<String> = refused_paths
             .iter()
@@ -81,7 +92,9 @@ pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
             "a network connection (`{SETTINGS_KEY}.network: false` denies every socket but Unix ones)"
         ));
     }
-    let widen = if refused_paths.is_empty() {
+    let widen = if refused_unnamed && refused_paths.is_empty() {
+        format!("set `{SETTINGS_KEY}.mode` to `workspace-write`")
+    } else if refused_paths.is_empty() {
         format!("allow the network (`{SETTINGS_KEY}.network`)")
     } else {
         format!("add the directory to `{SETTINGS_KEY}.writableRoots`")
