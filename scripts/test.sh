@@ -17,7 +17,7 @@ skipped=()
 [ "${GANTRY_SKIP_CONFORMANCE:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_CONFORMANCE=1: the MCP conformance suite (tests/e2e/test_conformance.py)")
 [ "${GANTRY_SKIP_SANDBOX:-}" = 1 ] &&
-  skipped+=("GANTRY_SKIP_SANDBOX=1: the tests that confine real commands with Landlock and seccomp (crates/process/tests/sandbox.rs, crates/shell/tests/sandbox.rs, crates/cli/tests/sandbox.rs, crates/kernel/tests/sandbox.rs)")
+  skipped+=("GANTRY_SKIP_SANDBOX=1: the tests that confine real commands with Landlock and seccomp (crates/process/tests/sandbox.rs, crates/shell/tests/sandbox.rs and unreaped.rs, crates/cli/tests/sandbox.rs, crates/kernel/tests/sandbox.rs)")
 say_skipped() {
   local line
   for line in "${skipped[@]}"; do

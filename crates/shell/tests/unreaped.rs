@@ -2,7 +2,7 @@
 //! the command's process group is reached, and the tool says no more than
 //! that. A setsid child survives and holds the output pipe; the call still
 //! returns in time, with the command's own exit code, saying the rest of
-//! the output was not read.
+//! the output was not read. The sandbox confines the command all the same.
 
 mod harness;
 
@@ -26,6 +26,9 @@ fn main() -> ExitCode {
         ),
         ("the_exit_code_is_kept_and_unread_output_is_said", || {
             Box::pin(the_exit_code_is_kept_and_unread_output_is_said())
+        }),
+        ("the_sandbox_confines_without_a_reaper", || {
+            Box::pin(the_sandbox_confines_without_a_reaper())
         }),
     ])
 }
@@ -96,4 +99,38 @@ async fn the_exit_code_is_kept_and_unread_output_is_said() {
     );
     assert!(took < Duration::from_secs(2), "returned after {took:?}");
     escapee_survived(dir.path());
+}
+
+/// Spawned directly, the command itself gets the rules between fork and
+/// exec: a write outside fails and is explained.
+async fn the_sandbox_confines_without_a_reaper() {
+    if gantry_core::testing::skip_requested(
+        "GANTRY_SKIP_SANDBOX",
+        "the test, which needs Landlock ABI 4",
+    ) {
+        return;
+    }
+    let workspace = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("escaped");
+    let run = run_in(workspace.path());
+    let result = run
+        .call(
+            "shell",
+            json!({"command": format!("touch {} && echo inside > inside.txt", target.display())}),
+        )
+        .await
+        .unwrap();
+    let text = result.text_content();
+    assert!(
+        text.contains("The sandbox probably refused writing"),
+        "{text}"
+    );
+    assert!(!target.exists(), "{text}");
+    let result = run
+        .call("shell", json!({"command": "echo inside > inside.txt"}))
+        .await
+        .unwrap();
+    assert!(result.text_content().contains("[exit code 0"));
+    assert!(workspace.path().join("inside.txt").exists());
 }
