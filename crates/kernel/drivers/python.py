@@ -505,6 +505,9 @@ def _gantry_driver():
         calls[0] = 0
         try:
             source = transform(code)
+            # An interrupt meant for a cell that ended meanwhile is dropped.
+            if signal.SIGINT in signal.sigpending():
+                signal.sigwait(no_interrupt_mask)
             running[0] = True
             signal.pthread_sigmask(signal.SIG_UNBLOCK, no_interrupt_mask)
             try:

@@ -400,11 +400,13 @@ pub async fn settle(
     grace: Duration,
     transcript: &mut Transcript,
 ) -> bool {
+    // The signal first: a kernel waiting for the bridged call holds it
+    // back until the answer is read, then stops at once.
+    kernel.interrupt();
     if let Some(id) = state.bridged.take() {
         let cancelled = tool_result(id, Err("cancelled: the cell was interrupted".into()));
         let _ = kernel.send(&cancelled).await;
     }
-    kernel.interrupt();
     let ended = tokio::time::timeout(grace, async {
         while let Some(frame) = kernel.frames.recv().await {
             kernel.drain_output(transcript);
