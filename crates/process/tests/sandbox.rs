@@ -199,7 +199,8 @@ async fn writable_roots_widen_and_read_only_narrows() {
     let (code, output) = run(
         &read_only,
         workspace.path(),
-        "cat /etc/hostname >/dev/null && echo read-ok && touch made-here",
+        "cat /etc/hostname >/dev/null && python3 -c 'import pty; pty.openpty()' && echo read-ok \
+         && touch made-here",
     )
     .await;
     assert_ne!(code, 0, "{output}");

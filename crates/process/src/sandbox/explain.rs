@@ -11,7 +11,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use super::{Mode, SETTINGS_KEY, Sandbox};
+use super::{DEVICES, Mode, SETTINGS_KEY, Sandbox};
 
 /// Words a refused write or socket leaves in an error message.
 const REFUSED: [&str; 3] = ["Permission denied", "Read-only file system", "EACCES"];
@@ -51,11 +51,10 @@ pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
     }
     let mut what = Vec::new();
     if refused_unnamed && refused_paths.is_empty() {
-        what.push(
-            "a write (in `read-only` mode commands may write nothing but /dev/null, /dev/tty \
-             and /dev/pts)"
-                .to_string(),
-        );
+        what.push(format!(
+            "a write (in `read-only` mode commands may write nothing but {})",
+            DEVICES.join(", ")
+        ));
     }
     if !refused_paths.is_empty() {
         let named: Vec<String> = refused_paths
@@ -74,7 +73,7 @@ pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            _ => "nothing but /dev/null, /dev/tty and /dev/pts".into(),
+            _ => format!("nothing but {}", DEVICES.join(", ")),
         };
         what.push(format!(
             "writing {}{} (in `{}` mode commands may write {where_})",
@@ -110,17 +109,12 @@ pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
 
 /// Whether a confined command may write `path`.
 fn writable(sandbox: &Sandbox, path: &Path) -> bool {
-    let devices = [
-        Path::new("/dev/null"),
-        Path::new("/dev/tty"),
-        Path::new("/dev/pts"),
-    ];
     sandbox
         .writable()
         .iter()
         .flat_map(|root| [root.clone(), root.canonicalize().unwrap_or_default()])
         .filter(|root| !root.as_os_str().is_empty())
-        .chain(devices.iter().map(|device| device.to_path_buf()))
+        .chain(DEVICES.iter().map(PathBuf::from))
         .any(|root| path.starts_with(&root))
 }
 

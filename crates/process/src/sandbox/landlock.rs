@@ -8,6 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use super::DEVICES;
 use landlock::{
     ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreatedAttr,
@@ -44,9 +45,6 @@ pub(super) fn abi() -> u32 {
 fn write_access() -> BitFlags<AccessFs> {
     AccessFs::from_write(ABI::V3)
 }
-
-/// The devices every confined command may write.
-const DEVICES: [&str; 3] = ["/dev/null", "/dev/tty", "/dev/pts"];
 
 /// A ruleset and a filter, ready to be applied in a child.
 pub(super) struct Prepared {

@@ -8,7 +8,8 @@
 //! sandbox. In `workspace-write` (the default) a command may write only
 //! beneath the workspace roots, the temp directory, the build caches
 //! ([`default_caches`]) and `sandbox.writableRoots`, plus `/dev/null`,
-//! `/dev/tty` and `/dev/pts`; in `read-only`, only those devices. Reads are
+//! `/dev/tty`, `/dev/pts` and `/dev/ptmx` ([`DEVICES`]); in `read-only`,
+//! only those devices. Reads are
 //! not confined: Landlock has no deny rules, so a sandbox that reads
 //! nowhere but a few places would break every compiler. `network: false`
 //! denies TCP `connect` and `bind` (Landlock ABI 4) and, through a seccomp
@@ -60,6 +61,10 @@ use self::landlock::Prepared;
 /// The settings key of the sandbox.
 pub const SETTINGS_KEY: &str = "sandbox";
 
+/// The devices every confined command may write: the null device, its
+/// terminal, and new pseudo-terminals (a test runner's `pty.openpty()`).
+pub const DEVICES: [&str; 4] = ["/dev/null", "/dev/tty", "/dev/pts", "/dev/ptmx"];
+
 /// The Landlock ABI the filesystem rules need: 3 is the first that
 /// controls truncation, without which a "read-only" file can be emptied.
 pub const FS_ABI: u32 = 3;
@@ -70,7 +75,7 @@ pub const NET_ABI: u32 = 4;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
-    /// Nothing but `/dev/null`, `/dev/tty` and `/dev/pts`.
+    /// Nothing but the [`DEVICES`].
     ReadOnly,
     /// The workspace roots, the temp directory, the build caches and
     /// `writableRoots` (the default).
@@ -523,7 +528,8 @@ impl Sandbox {
                 _ => String::new(),
             };
             lines.push(format!(
-                "sandbox: commands may write {writable}/dev/null, /dev/tty, /dev/pts"
+                "sandbox: commands may write {writable}{}",
+                DEVICES.join(", ")
             ));
             if policy.mode == Mode::WorkspaceWrite {
                 lines.push(format!(
