@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gantry_core::{Caller, Part};
+use gantry_core::{Part, ToolContext};
 use gantry_process::{Child, Command, EnvPolicy, Sandbox, Stderr, Stdout};
 use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 use tokio::net::unix::pipe;
@@ -24,6 +24,9 @@ const START_BOUND: Duration = Duration::from_secs(30);
 const WRITE_BOUND: Duration = Duration::from_secs(10);
 /// How long the raw output of a dead kernel is still read.
 const LAST_WORDS: Duration = Duration::from_millis(300);
+/// How often a running cell reports progress (MCP clients show it; a
+/// silent minute-long cell looks hung).
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Bridged calls one cell may make.
 pub const MAX_BRIDGED: usize = 200;
 
@@ -252,14 +255,15 @@ impl Kernel {
     }
 
     /// Runs `code`, writing what it shows into `transcript`: bridged calls
-    /// go through `caller`; the idle budget runs only while no bridged
+    /// go through `ctx`'s caller (its surface, its person), and progress is
+    /// reported on `ctx` every few seconds; the idle budget runs only while no bridged
     /// call is in flight; on its end the kernel is interrupted and, if it
     /// does not stop within `grace`, killed. `state` records a bridged call
     /// in flight, so a cancelled cell can answer it (see [`settle`]).
     pub async fn run_cell(
         &mut self,
         code: &str,
-        caller: &Caller,
+        ctx: &ToolContext,
         budget: Duration,
         grace: Duration,
         transcript: &mut Transcript,
@@ -270,7 +274,10 @@ impl Kernel {
         if let Err(e) = self.send(&ToKernel::Exec { code }).await {
             return self.died_now(&e, transcript).await;
         }
-        let mut deadline = Instant::now() + budget;
+        let caller = ctx.caller();
+        let started = Instant::now();
+        let mut deadline = started + budget;
+        let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
         let mut bridged = 0;
         let mut raised = false;
         let mut buffer = vec![0u8; 16 * 1024];
@@ -286,6 +293,16 @@ impl Kernel {
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                         Err(_) => output_open = false,
                     }
+                    continue;
+                }
+                _ = ticks.tick() => {
+                    let running = started.elapsed().as_secs();
+                    let left = deadline.saturating_duration_since(Instant::now()).as_secs();
+                    ctx.progress(
+                        format!("cell running for {running} s ({left} s of its idle budget left)"),
+                        Some(running as f64),
+                        None,
+                    );
                     continue;
                 }
                 () = tokio::time::sleep_until(deadline) => {

@@ -279,14 +279,7 @@ impl Tool for Eval {
         let kernel = kernel.as_mut().expect("started above");
         let mut transcript = Transcript::default();
         let ended = kernel
-            .run_cell(
-                &params.code,
-                &ctx.caller(),
-                budget,
-                grace,
-                &mut transcript,
-                state,
-            )
+            .run_cell(&params.code, &ctx, budget, grace, &mut transcript, state)
             .await;
         let failed = match &ended {
             Ended::Finished { raised } => *raised,

@@ -259,3 +259,30 @@ async fn a_kernel_that_died_between_cells_is_reported_by_the_next_call() {
     );
     run.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_long_cell_reports_progress() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink: gantry_core::ProgressSink = {
+        let seen = seen.clone();
+        std::sync::Arc::new(move |progress: gantry_core::Progress| {
+            seen.lock().unwrap().push(progress.message)
+        })
+    };
+    let options = gantry_core::CallOptions {
+        progress: Some(sink),
+        ..Default::default()
+    };
+    run.call_with("eval", py("import time\ntime.sleep(2.5)"), options)
+        .await
+        .expect("the cell runs");
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .any(|message| message.starts_with("cell running for 2 s")),
+        "{seen:?}"
+    );
+    run.shutdown().await;
+}
