@@ -54,8 +54,10 @@ pub(super) struct Prepared {
 }
 
 impl Prepared {
-    /// Builds the rules: writes beneath `writable` (those that exist; one
-    /// created later is not writable until the next run) and the devices;
+    /// Builds the rules: writes beneath `writable` (those that exist and
+    /// are absolute: a relative path would name a place beside Gantry's own
+    /// directory; one created later is not writable until the next run)
+    /// and the devices;
     /// TCP connect and bind denied, and the filter compiled, unless
     /// `network`.
     pub(super) fn build(writable: &[PathBuf], network: bool) -> Result<Prepared, String> {
@@ -74,7 +76,7 @@ impl Prepared {
             .iter()
             .map(PathBuf::as_path)
             .chain(DEVICES.iter().map(Path::new));
-        for place in places {
+        for place in places.filter(|place| place.is_absolute()) {
             let Ok(metadata) = std::fs::metadata(place) else {
                 continue;
             };

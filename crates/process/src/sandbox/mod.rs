@@ -661,23 +661,37 @@ impl Resource for RunSandbox {
 /// settings check (a section of the wrong shape, a loosening the
 /// workspace may not make).
 pub fn check(settings: &Settings) -> Vec<String> {
-    match Policy::from_settings(settings) {
-        Err(error) => vec![error],
-        Ok(layered) if layered.ignored.is_empty() => Vec::new(),
-        Ok(layered) => {
-            let file = settings
-                .files_at(Level::Workspace)
-                .first()
-                .map(|file| file.display().to_string())
-                .unwrap_or_else(|| "the workspace settings".into());
-            vec![format!(
-                "ignored from {file}: `{SETTINGS_KEY}` {}; a workspace's settings may only \
-                 tighten the sandbox unless `trustedFolders` in ~/.gantry/settings.json lists \
-                 the folder",
-                layered.ignored.join("; ")
-            )]
-        }
+    let layered = match Policy::from_settings(settings) {
+        Err(error) => return vec![error],
+        Ok(layered) => layered,
+    };
+    let mut warnings: Vec<String> = layered
+        .policy
+        .writable_roots
+        .iter()
+        .chain(&layered.policy.caches)
+        .filter(|path| !path.is_absolute())
+        .map(|path| {
+            format!(
+                "`{SETTINGS_KEY}`: `{}` is not an absolute path (or `~/...`), so it is not \
+                 writable",
+                path.display()
+            )
+        })
+        .collect();
+    if !layered.ignored.is_empty() {
+        let file = settings
+            .files_at(Level::Workspace)
+            .first()
+            .map(|file| file.display().to_string())
+            .unwrap_or_else(|| "the workspace settings".into());
+        warnings.push(format!(
+            "ignored from {file}: `{SETTINGS_KEY}` {}; a workspace's settings may only tighten \
+             the sandbox unless `trustedFolders` in ~/.gantry/settings.json lists the folder",
+            layered.ignored.join("; ")
+        ));
     }
+    warnings
 }
 
 #[cfg(test)]

@@ -100,3 +100,18 @@ fn what_each_kernel_gets() {
     let read = Sandbox::on_kernel(chosen(Mode::ReadOnly), &roots, 0);
     assert!(read.writable().is_empty());
 }
+
+#[test]
+fn relative_places_are_warned_about_and_never_writable() {
+    let settings = Settings::from_value(serde_json::json!({
+        "sandbox": {"writableRoots": ["target", "/abs"], "caches": ["cache"]}
+    }))
+    .unwrap();
+    let warnings = check(&settings);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].contains("`target` is not an absolute path"),
+        "{warnings:?}"
+    );
+    assert!(warnings[1].contains("`cache`"), "{warnings:?}");
+}
