@@ -42,6 +42,8 @@ struct Published {
     losers: Vec<String>,
     /// Servers whose tools were listed at the last sync.
     up: BTreeMap<String, bool>,
+    /// Servers that were ever up in this run.
+    was_up: std::collections::BTreeSet<String>,
 }
 
 impl Bridge {
@@ -100,20 +102,23 @@ impl Bridge {
                     "`{}` from {from} is hidden by Gantry's own tool of that name",
                     spec.name
                 ));
-            } else if wanted.contains_key(&spec.name) {
-                losers.push(format!(
-                    "`{}` from {from} is hidden by an earlier tool of that name",
-                    spec.name
-                ));
             } else {
-                let fingerprint = serde_json::json!([
-                    spec.description,
-                    spec.tier,
-                    spec.trusted,
-                    spec.display_name,
-                    tool.schema()
-                ]);
-                wanted.insert(spec.name, (tool, fingerprint));
+                match wanted.entry(spec.name.clone()) {
+                    std::collections::btree_map::Entry::Occupied(_) => losers.push(format!(
+                        "`{}` from {from} is hidden by an earlier tool of that name",
+                        spec.name
+                    )),
+                    std::collections::btree_map::Entry::Vacant(slot) => {
+                        let fingerprint = serde_json::json!([
+                            spec.description,
+                            spec.tier,
+                            spec.trusted,
+                            spec.display_name,
+                            tool.schema()
+                        ]);
+                        slot.insert((tool, fingerprint));
+                    }
+                }
             }
         };
         for tool in &self.discovered {
@@ -147,12 +152,20 @@ impl Bridge {
                 (true, false, Some(line)) => self
                     .notices
                     .push(format!("{line}; its tools are gone until it is back")),
-                (false, true, _) if published.up.contains_key(alias) => self
+                (false, true, _) if published.was_up.contains(alias) => self
                     .notices
                     .push(format!("MCP server `{alias}` is up; its tools are back")),
+                (false, true, _) if published.up.contains_key(alias) => self.notices.push(format!(
+                    "MCP server `{alias}` is up: its tools are now available"
+                )),
                 _ => {}
             }
         }
+        published.was_up.extend(
+            up.iter()
+                .filter(|(_, up)| **up)
+                .map(|(alias, _)| alias.clone()),
+        );
         published.up = up;
         published.losers = losers;
         let removed: Vec<String> = published

@@ -77,6 +77,8 @@ pub struct Connection {
     generation: u64,
     /// Failed attempts in a row before this connection.
     failures_before: u32,
+    /// Cancelled when a stdio server's output ends.
+    output_closed: CancellationToken,
 }
 
 impl Connection {
@@ -223,10 +225,17 @@ impl Server {
         }
     }
 
-    /// Records a failure and schedules a restart unless there were too many.
+    /// Records a failed start and schedules a restart unless there were
+    /// too many.
     fn failed(self: &Arc<Self>, reason: String, failures: u32) {
         tracing::warn!(server = %self.alias, "MCP server down: {reason}");
         self.set(State::Down { reason, failures });
+        self.restart_later(failures);
+    }
+
+    /// Schedules the next attempt after `failures` failures in a row,
+    /// unless there were too many or the run ended.
+    fn restart_later(self: &Arc<Self>, failures: u32) {
         if failures >= MAX_FAILURES || self.ended.is_cancelled() {
             return;
         }
@@ -240,45 +249,80 @@ impl Server {
         });
     }
 
-    /// Waits for a stdio server's process to exit, then reports it down.
+    /// Waits for a stdio server's process to exit or to close its output
+    /// (then it can serve nothing more, and is ended), and reports it down.
     async fn watch(self: Arc<Self>, connection: Arc<Connection>) {
         let Some(child) = &connection.child else {
             return;
         };
-        let status = child.exited().await;
-        self.lost(
-            &connection,
-            status.map(describe_exit).unwrap_or_else(|e| e.to_string()),
-        );
+        tokio::select! {
+            _ = child.exited() => {}
+            _ = connection.output_closed.cancelled() => {}
+        }
+        self.lost(&connection).await;
     }
 
-    /// `connection` broke (`how`): unless a newer one replaced it or the
-    /// run ended, the server is down and restarted.
-    fn lost(self: &Arc<Self>, connection: &Connection, how: String) {
-        let current = matches!(&*self.state.borrow(), State::Ready(c) if c.generation == connection.generation);
-        if !current || self.ended.is_cancelled() {
-            return;
-        }
-        let stderr = connection
-            .child
-            .as_ref()
-            .and_then(Child::stderr)
-            .map(|capture| capture.explain())
-            .filter(|text| !text.is_empty())
-            .map(|text| format!(": {text}"))
-            .unwrap_or_default();
+    /// `connection` broke: unless a newer one replaced it or the run
+    /// ended, the server is down, said with how its process ended and what
+    /// it wrote to stderr, and restarted. Whoever sees the break first
+    /// (the watcher, a failing call) reports it; the others find it done.
+    async fn lost(self: &Arc<Self>, connection: &Connection) {
+        let how = match &connection.child {
+            Some(child) => {
+                if tokio::time::timeout(STOP_GRACE, child.exited())
+                    .await
+                    .is_err()
+                {
+                    // It closed its output but lives on: it cannot serve.
+                    child.kill_group();
+                }
+                let status = match tokio::time::timeout(STOP_GRACE, child.exited()).await {
+                    Ok(Ok(status)) => describe_exit(status),
+                    _ => "closed its output".into(),
+                };
+                let stderr = match child.stderr() {
+                    Some(capture) => {
+                        let _ = tokio::time::timeout(STOP_GRACE, capture.finished()).await;
+                        capture.explain()
+                    }
+                    None => String::new(),
+                };
+                if stderr.is_empty() {
+                    status
+                } else {
+                    format!("{status}: {stderr}")
+                }
+            }
+            None => "its connection closed".into(),
+        };
         let failures = if connection.started.elapsed() > STABLE {
             1
         } else {
             connection.failures_before + 1
         };
-        self.failed(format!("{how}{stderr}"), failures);
+        let reported = self.state.send_if_modified(|current| {
+            let this_one =
+                matches!(current, State::Ready(c) if c.generation == connection.generation);
+            if this_one {
+                *current = State::Down {
+                    reason: how.clone(),
+                    failures,
+                };
+            }
+            this_one
+        });
+        if reported && !self.ended.is_cancelled() {
+            tracing::warn!(server = %self.alias, "MCP server down: {how}");
+            (self.on_change)();
+            self.restart_later(failures);
+        }
     }
 
     /// Starts the process (or opens the HTTP session), initialises, lists
     /// the tools.
     async fn open(self: &Arc<Self>, generation: u64, failures: u32) -> Result<Connection, String> {
         let transport = self.settings.transport()?;
+        let output_closed = CancellationToken::new();
         let handler = Handler {
             server: Arc::downgrade(self),
             root: self.root.clone(),
@@ -290,6 +334,10 @@ impl Server {
                 let (Some(stdout), Some(stdin)) = (spawned.stdout.take(), spawned.stdin.take())
                 else {
                     return Err("the server's pipes were not opened".into());
+                };
+                let stdout = UntilEnd {
+                    inner: stdout,
+                    ended: output_closed.clone(),
                 };
                 match handler.serve((stdout, stdin)).await {
                     Ok(service) => (service, Some(spawned)),
@@ -333,6 +381,7 @@ impl Server {
             started: Instant::now(),
             generation,
             failures_before: failures,
+            output_closed,
         })
     }
 
@@ -402,12 +451,12 @@ impl Server {
                 self.alias, error.message, error.code.0
             )),
             Ok(Err(error)) => {
-                // A broken pipe is the process dying: give the watcher a
-                // moment to say how.
-                if let Some(child) = &connection.child {
-                    let _ = tokio::time::timeout(STOP_GRACE, child.exited()).await;
-                } else if connection.service.peer().is_transport_closed() {
-                    self.lost(&connection, format!("its connection closed ({error})"));
+                // A closed transport is the server gone: say how.
+                if connection.service.peer().is_transport_closed()
+                    || connection.output_closed.is_cancelled()
+                    || matches!(error, ServiceError::TransportClosed)
+                {
+                    self.lost(&connection).await;
                 }
                 match self.state() {
                     State::Down { reason, failures } => Err(self.down_line(&reason, failures)),
@@ -460,6 +509,31 @@ impl Server {
                 child.kill_group();
             }
         }
+    }
+}
+
+/// A server's output, which says when it ends (end of file or a read
+/// error): a stdio server that closed its output is gone, even if its
+/// process lingers.
+struct UntilEnd<R> {
+    inner: R,
+    ended: CancellationToken,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for UntilEnd<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        match &polled {
+            std::task::Poll::Ready(Ok(())) if buf.filled().len() == before => self.ended.cancel(),
+            std::task::Poll::Ready(Err(_)) => self.ended.cancel(),
+            _ => {}
+        }
+        polled
     }
 }
 

@@ -180,12 +180,8 @@ async fn stdio_servers_are_bridged_with_names_tiers_and_filters() {
     let file = root.join("notes.txt").display().to_string();
     let text = ok(&run, "fs__read_text_file", json!({"path": file})).await;
     assert!(text.contains("hello from the workspace"), "{text}");
-    assert_eq!(
-        ok(&run, "everything__get-sum", json!({"a": 2, "b": 40}))
-            .await
-            .contains("42"),
-        true
-    );
+    let sum = ok(&run, "everything__get-sum", json!({"a": 2, "b": 40})).await;
+    assert!(sum.contains("42"), "{sum}");
     let image =
         gantry_core::testing::ok_result(&run, "everything__get-tiny-image", json!({})).await;
     assert!(
@@ -252,7 +248,16 @@ async fn the_workspace_is_offered_as_the_root() {
         json!({"mcpServers": {"fs": {"command": "mcp-server-filesystem"}}}),
     )
     .await;
-    let allowed = ok(&run, "fs__list_allowed_directories", json!({})).await;
+    // The server asks for roots once initialised, on its own time, and
+    // gives no sign when it has them: ask it a few times (bounded).
+    let mut allowed = String::new();
+    for _ in 0..50 {
+        allowed = ok(&run, "fs__list_allowed_directories", json!({})).await;
+        if allowed.contains(&root.display().to_string()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(allowed.contains(&root.display().to_string()), "{allowed}");
     run.shutdown().await;
 }
@@ -330,7 +335,8 @@ async fn a_crashing_server_is_reported_its_tools_leave_and_come_back() {
         json!({"mcpServers": {"py": {"command": "python3", "args": [peer("stdio_server.py")]}}}),
     )
     .await;
-    let first: i32 = ok(&run, "py__pid", json!({})).await.trim().parse().unwrap();
+    let pid = |text: String| -> i32 { text.lines().next().unwrap().trim().parse().unwrap() };
+    let first = pid(ok(&run, "py__pid", json!({})).await);
     let changes = run.tools_changed();
     let error = err(&run, "py__crash", json!({})).await;
     assert!(
@@ -338,21 +344,38 @@ async fn a_crashing_server_is_reported_its_tools_leave_and_come_back() {
         "{error}"
     );
     assert!(error.contains("exiting on purpose"), "the stderr: {error}");
-    // Gone from the list (announced), refused by name with the reason...
-    let gone = |names: &[String]| !names.iter().any(|n| n == "py__pid");
-    let back = |names: &[String]| names.iter().any(|n| n == "py__pid");
-    let returned = tools_until(&run, Duration::from_secs(30), back).await;
+    // Gone from the list (announced) and refused by name with the reason
+    // until it is back; the restart is quick, so either may be seen.
+    let mut notices = match run.call("py__pid", json!({})).await {
+        Err(refused) => {
+            assert!(
+                refused.message.contains("MCP server `py` is down"),
+                "{}",
+                refused.message
+            );
+            String::new()
+        }
+        Ok(result) => result.text_content(),
+    };
     assert!(
         changes.has_changed().unwrap(),
         "tools/list_changed would be sent"
     );
-    assert!(returned, "the tools came back: {:?}", names(&run));
-    let _ = gone;
-    // ...and back with a new process, which says the old one is dead.
-    let second: i32 = ok(&run, "py__pid", json!({})).await.trim().parse().unwrap();
+    let back = |names: &[String]| names.iter().any(|n| n == "py__pid");
+    assert!(
+        tools_until(&run, Duration::from_secs(30), back).await,
+        "the tools came back: {:?}",
+        names(&run)
+    );
+    // ...and back with a new process, which the model hears of.
+    let again = ok(&run, "py__pid", json!({})).await;
+    notices.push_str(&again);
+    assert!(
+        notices.contains("[run notice] MCP server `py` is up; its tools are back"),
+        "{notices}"
+    );
+    let second = pid(again);
     assert_ne!(first, second);
-    let notices = ok(&run, "py__pid", json!({})).await;
-    let _ = notices;
     assert!(status(&run).await.contains("MCP server `py`: up, 2 tools"));
     run.shutdown().await;
     assert!(
@@ -464,18 +487,31 @@ async fn a_slow_server_does_not_hold_up_the_run_and_its_tools_arrive_later() {
     )
     .await;
     let waited = started.elapsed();
+    // Wiring waited for the quick server (however long a loaded machine
+    // takes it) and for the late one no longer than the bound.
     assert!(waited < Duration::from_secs(12), "wiring waited {waited:?}");
-    let listed = names(&run);
-    assert!(listed.contains(&"quick__pid".to_string()), "{listed:?}");
-    assert!(!listed.contains(&"late__pid".to_string()), "{listed:?}");
     assert!(status(&run).await.contains("MCP server `late`: starting"));
+    assert!(!names(&run).contains(&"late__pid".to_string()));
     let error = fails(&run, "late__pid", json!({}), CallErrorKind::UnknownTool).await;
-    assert!(error.message.contains("quick__pid"), "{}", error.message);
-    let arrived = tools_until(&run, Duration::from_secs(30), |names| {
-        names.iter().any(|n| n == "late__pid")
+    assert!(
+        error.message.contains("Available tools"),
+        "{}",
+        error.message
+    );
+    let arrived = tools_until(&run, Duration::from_secs(60), |names| {
+        names.iter().any(|n| n == "late__pid") && names.iter().any(|n| n == "quick__pid")
     })
     .await;
     assert!(arrived, "{:?}", names(&run));
+    let late = ok(&run, "late__pid", json!({})).await;
+    assert!(
+        late.lines().next().unwrap().parse::<i32>().is_ok(),
+        "{late}"
+    );
+    assert!(
+        late.contains("[run notice] MCP server `late` is up: its tools are now available"),
+        "{late}"
+    );
     run.shutdown().await;
 }
 
