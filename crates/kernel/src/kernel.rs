@@ -219,9 +219,9 @@ impl Kernel {
         }
     }
 
-    /// Stops the kernel: SIGTERM, a moment, then SIGKILL to all of it.
+    /// Stops the kernel: see [`stop`].
     pub async fn stop(self) {
-        let _ = self.child.stop(Duration::from_millis(500)).await;
+        stop(&self.child).await;
     }
 
     async fn send(&mut self, frame: &ToKernel<'_>) -> Result<(), String> {
@@ -395,6 +395,17 @@ impl Kernel {
             self.lost()
         ))
     }
+}
+
+/// Stops a kernel process: SIGTERM, half a second, then SIGKILL to all
+/// of it, waiting at most two seconds more for it to be gone (a process
+/// stuck in the kernel cannot die sooner).
+pub async fn stop(child: &Child) {
+    let _ = tokio::time::timeout(
+        Duration::from_millis(2500),
+        child.stop(Duration::from_millis(500)),
+    )
+    .await;
 }
 
 /// What a running cell is doing, kept outside the cell's future so that a

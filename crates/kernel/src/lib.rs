@@ -132,7 +132,7 @@ impl gantry_core::Resource for Kernels {
 
     async fn shutdown(&self) {
         for child in self.live() {
-            let _ = child.stop(Duration::from_millis(500)).await;
+            kernel::stop(&child).await;
         }
     }
 

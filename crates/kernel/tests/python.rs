@@ -286,3 +286,16 @@ async fn a_long_cell_reports_progress() {
     );
     run.shutdown().await;
 }
+
+#[tokio::test]
+async fn ansi_codes_are_stripped_from_what_a_cell_prints() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let text = cell(
+        &run,
+        py("print('\\x1b[1;31mred\\x1b[0m')\nimport os\nos.system(\"printf '\\\\033[32mgreen\\\\033[0m\\\\n'\")"),
+    )
+    .await;
+    assert!(text.starts_with("red\ngreen\n"), "{text:?}");
+    run.shutdown().await;
+}
