@@ -240,10 +240,14 @@ impl Tool for Eval {
             .idle_timeout
             .map(Duration::from_secs)
             .unwrap_or(DEFAULT_IDLE);
-        let grace = settings
-            .interrupt_grace
-            .map(Duration::from_secs_f64)
-            .unwrap_or(DEFAULT_GRACE);
+        let grace = match settings.interrupt_grace {
+            None => DEFAULT_GRACE,
+            Some(seconds) => Duration::try_from_secs_f64(seconds).map_err(|_| {
+                ToolError::failed(format!(
+                    "settings `{SETTINGS_KEY}.interruptGrace`: expected seconds, 0 or more, got {seconds}"
+                ))
+            })?,
+        };
         let mut session = Session {
             slot: Some(self.kernels.slot(language).lock_owned().await),
             grace,

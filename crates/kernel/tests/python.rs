@@ -299,3 +299,16 @@ async fn ansi_codes_are_stripped_from_what_a_cell_prints() {
     assert!(text.starts_with("red\ngreen\n"), "{text:?}");
     run.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_negative_interrupt_grace_is_a_clear_error() {
+    let dir = workspace(&[]);
+    let run = run_with(
+        dir.path(),
+        json!({"eval": {"interruptGrace": -1}}),
+        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
+        None,
+    );
+    let error = failing(&run, py("1")).await;
+    assert!(error.contains("eval.interruptGrace"), "{error}");
+}
