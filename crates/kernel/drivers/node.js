@@ -101,6 +101,9 @@
   const hidden = (name, value) => Object.defineProperty(globalThis, name, { value, writable: true, enumerable: false });
   hidden('__gantryCapture', (v) => { captured = v; });
   hidden('__gantryCode', '');
+  // Code evaluated through the inspector has no dynamic-import callback
+  // of its own: `import(x)` in a cell is routed to the driver's.
+  hidden('__gantryImport', (specifier) => import(specifier));
   hidden('__gantryDone', null);
   // Runs in `vm` so that SIGINT breaks a synchronous loop of the cell.
   hidden('__gantryEvaluate', (code, done) => {
@@ -132,7 +135,7 @@
   async function runCell(code) {
     const id = ++cellIds;
     calls = 0;
-    globalThis.__gantryCode = code;
+    globalThis.__gantryCode = code.replace(/\bimport\s*\(/g, '__gantryImport(');
     // A late answer of an abandoned cell must not end the next one.
     globalThis.__gantryDone = (error, result) => {
       if (current && current.id === id) current.finish(error ? { error } : { result });

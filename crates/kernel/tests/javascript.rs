@@ -109,3 +109,16 @@ async fn a_javascript_crash_is_reported_and_the_next_call_starts_fresh() {
     );
     run.shutdown().await;
 }
+
+#[tokio::test]
+async fn dynamic_import_and_require_work_in_a_cell() {
+    let dir = workspace(&[("lib.mjs", "export const answer = 42;\n")]);
+    let run = run(dir.path());
+    let text = cell(
+        &run,
+        js("const path = require('path'); const { answer } = await import(path.resolve('lib.mjs')); const os = await import('node:os'); `${answer} ${typeof os.cpus}`"),
+    )
+    .await;
+    assert!(text.starts_with("'42 function'"), "{text}");
+    run.shutdown().await;
+}
