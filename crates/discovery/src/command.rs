@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use gantry_core::{DynTool, Prepared, Run, Tier, ToolContext, ToolError, ToolResult, ToolSpec};
-use gantry_process::{Capped, Child, Command, Stderr, Stdout, describe_exit};
+use gantry_process::{Capped, Child, Command, Sandbox, Stderr, Stdout, describe_exit};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
@@ -54,11 +54,16 @@ pub fn words(key: &str, command: &str) -> Result<Vec<String>, String> {
 
 /// Runs the discovery command at `root`, bounded in time and output, and
 /// reads its declarations.
-pub async fn discover(command: &str, root: &Path) -> Result<Vec<Declaration>, String> {
+pub async fn discover(
+    command: &str,
+    root: &Path,
+    sandbox: &Sandbox,
+) -> Result<Vec<Declaration>, String> {
     let words = words(crate::config::DISCOVERY_COMMAND, command)?;
     let child = Command::new(&words[0])
         .args(&words[1..])
         .current_dir(root)
+        .sandbox(sandbox)
         .stdout(Stdout::Capture {
             head: DISCOVERY_OUTPUT,
             tail: 0,
@@ -219,10 +224,12 @@ impl DynTool for DiscoveredTool {
             .as_ref()
             .map_err(|e| ToolError::failed(e.clone()))?;
         let shown = format!("{} {}", words.join(" "), self.declared);
+        let sandbox = Sandbox::of(&ctx.run).await;
         let mut child = Command::new(&words[0])
             .args(&words[1..])
             .arg(&self.declared)
             .current_dir(ctx.run.workspace().root())
+            .sandbox(&sandbox)
             .stdin_piped()
             .stdout(Stdout::Capture {
                 head: HEAD_BYTES,

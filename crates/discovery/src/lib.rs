@@ -39,7 +39,11 @@ pub mod names;
 pub mod server;
 mod tls;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use gantry_process::Sandbox;
+use gantry_process::sandbox::Policy;
 
 use gantry_core::{Family, Run, RunBuilder, Settings, WireError};
 
@@ -47,6 +51,21 @@ use crate::bridge::Bridge;
 use crate::command::DiscoveredTool;
 use crate::config::DiscoverySettings;
 use crate::server::{STARTUP_BOUND, Server, State};
+
+/// The sandbox of the run being wired, for what the family starts before
+/// the run exists (`Sandbox::of` needs the run): the same policy from the
+/// same settings and roots. Sandbox settings that cannot be read start
+/// nothing, as they run nothing anywhere else.
+fn wiring_sandbox(builder: &RunBuilder) -> Result<Sandbox, String> {
+    let workspace = builder.workspace();
+    let roots: Vec<PathBuf> = std::iter::once(workspace.root())
+        .chain(workspace.extra_roots())
+        .map(Path::to_path_buf)
+        .collect();
+    Policy::from_settings(builder.current_settings())
+        .map(|layered| Sandbox::new(layered.policy, &roots))
+        .map_err(|e| format!("the sandbox settings cannot be read, so nothing is started: {e}"))
+}
 
 /// The family as the assembly wires it.
 pub const FAMILY: DiscoveryFamily = DiscoveryFamily;
@@ -83,27 +102,33 @@ impl Family for DiscoveryFamily {
             return Ok(builder);
         }
         let root = builder.workspace().root().to_path_buf();
-        let (discovered, discovery) = match &settings.discovery_command {
-            None => (Vec::new(), None),
-            Some(command) => match command::discover(command, &root).await {
-                Ok(declarations) => {
-                    let count = declarations.len();
-                    let call = settings
-                        .call_command
-                        .as_deref()
-                        .ok_or_else(|| format!("`{}` is not set", config::CALL_COMMAND))
-                        .and_then(|call| command::words(config::CALL_COMMAND, call));
-                    let tools = declarations
-                        .into_iter()
-                        .map(|declaration| Arc::new(DiscoveredTool::new(declaration, call.clone())))
-                        .collect();
-                    (tools, Some(Ok(count)))
+        let sandbox = wiring_sandbox(&builder);
+        let (discovered, discovery) = match (&settings.discovery_command, &sandbox) {
+            (None, _) => (Vec::new(), None),
+            (Some(_), Err(error)) => (Vec::new(), Some(Err(error.clone()))),
+            (Some(command), Ok(sandbox)) => {
+                match command::discover(command, &root, sandbox).await {
+                    Ok(declarations) => {
+                        let count = declarations.len();
+                        let call = settings
+                            .call_command
+                            .as_deref()
+                            .ok_or_else(|| format!("`{}` is not set", config::CALL_COMMAND))
+                            .and_then(|call| command::words(config::CALL_COMMAND, call));
+                        let tools = declarations
+                            .into_iter()
+                            .map(|declaration| {
+                                Arc::new(DiscoveredTool::new(declaration, call.clone()))
+                            })
+                            .collect();
+                        (tools, Some(Ok(count)))
+                    }
+                    Err(error) => {
+                        tracing::warn!("tool discovery: {error}");
+                        (Vec::new(), Some(Err(error)))
+                    }
                 }
-                Err(error) => {
-                    tracing::warn!("tool discovery: {error}");
-                    (Vec::new(), Some(Err(error)))
-                }
-            },
+            }
         };
         let servers = settings
             .servers
@@ -119,7 +144,7 @@ impl Family for DiscoveryFamily {
                                 bridge.sync();
                             }
                         });
-                        Server::new(alias, server, &root, on_change)
+                        Server::new(alias, server, &root, sandbox.clone(), on_change)
                     })
                     .collect()
             },

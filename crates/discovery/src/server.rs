@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use gantry_core::{Answer, Choice, Human, Question, lock};
-use gantry_process::{Child, Command, Stdout, describe_exit, expand_env};
+use gantry_process::{Child, Command, Sandbox, Stdout, describe_exit, expand_env};
 // Roots are deprecated by SEP-2577 (protocol 2026-07-28), yet the servers
 // of the 2025 revisions still ask for them, and SPEC §4 offers them.
 use rmcp::model::{
@@ -137,6 +137,9 @@ pub struct Server {
     /// Its settings.
     pub settings: ServerSettings,
     root: PathBuf,
+    /// Confines a stdio server like every program run for the model; or
+    /// why none can start (sandbox settings that cannot be read).
+    sandbox: Result<Sandbox, String>,
     state: watch::Sender<State>,
     generation: AtomicU64,
     open_calls: Arc<OpenCalls>,
@@ -152,12 +155,14 @@ impl Server {
         alias: String,
         settings: ServerSettings,
         root: &Path,
+        sandbox: Result<Sandbox, String>,
         on_change: OnChange,
     ) -> Arc<Self> {
         Arc::new(Server {
             alias,
             settings,
             root: root.to_path_buf(),
+            sandbox,
             state: watch::channel(State::Starting { failures: 0 }).0,
             generation: AtomicU64::new(0),
             open_calls: Arc::default(),
@@ -396,7 +401,8 @@ impl Server {
                 None => self.root.clone(),
             })
             .stdin_piped()
-            .stdout(Stdout::Piped);
+            .stdout(Stdout::Piped)
+            .sandbox(self.sandbox.as_ref().map_err(Clone::clone)?);
         for (key, value) in &self.settings.env {
             let value = expand_env(value).map_err(|e| format!("`env.{key}`: {e}"))?;
             spawn.env(key, value);
