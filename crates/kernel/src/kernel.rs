@@ -50,11 +50,16 @@ pub struct Kernel {
 
 /// How a cell ended.
 pub enum Ended {
-    /// It ran to its end; `raised` when it raised.
-    Finished { raised: bool },
-    /// Its idle budget ran out or it was cancelled: it was interrupted;
-    /// `survived` says whether the kernel (and its variables) lived.
-    Interrupted { survived: bool },
+    /// It ran to its end.
+    Finished {
+        /// It raised (the traceback is in the transcript).
+        raised: bool,
+    },
+    /// Its idle budget ran out: it was interrupted.
+    Interrupted {
+        /// Whether the kernel, and its variables, lived.
+        survived: bool,
+    },
     /// The kernel died; the text says how and what was lost.
     Died(String),
 }

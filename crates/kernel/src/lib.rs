@@ -27,6 +27,8 @@
 //! - [`transcript`]: a cell's output for the model, capped, ANSI stripped.
 //! - `drivers/`: the Python and JavaScript ends, embedded in the binary.
 
+#![deny(missing_docs)]
+
 pub mod interpreter;
 pub mod kernel;
 pub mod protocol;
