@@ -8,7 +8,7 @@
 //! use gantry_assembly::RunConfig;
 //! use gantry_core::Surface;
 //!
-//! let config = RunConfig { root: ".".into(), surface: Surface::default() };
+//! let config = RunConfig { root: ".".into(), surface: Surface::default(), settings_files: vec![] };
 //! let run = gantry_assembly::build_run(&config, None).await?;
 //! let listing = run.call("ls", serde_json::json!({"path": "."})).await;
 //! # let _ = listing;
@@ -53,6 +53,9 @@ pub struct RunConfig {
     pub root: PathBuf,
     /// Tier cap and approval mode.
     pub surface: Surface,
+    /// Settings files the user named (`gantry --settings FILE`), read at
+    /// the user level after `~/.gantry/settings.json`.
+    pub settings_files: Vec<PathBuf>,
 }
 
 /// Every settings key some part of Gantry reads.
@@ -100,7 +103,13 @@ fn trusted_folders_warning(settings: &Settings) -> Option<String> {
 /// them. Opening a root first finishes or rolls back a write a dead
 /// process left behind, before any tool reads a file.
 pub fn open(root: &Path) -> anyhow::Result<(Workspace, Settings)> {
-    let settings = Settings::load(root)?;
+    open_with(root, &[])
+}
+
+/// [`open`], with settings files the user named read at the user level
+/// (see [`RunConfig::settings_files`]).
+pub fn open_with(root: &Path, settings_files: &[PathBuf]) -> anyhow::Result<(Workspace, Settings)> {
+    let settings = Settings::load_with(settings_files, root)?;
     for warning in settings_warnings(&settings) {
         tracing::warn!("{warning}");
     }
@@ -113,7 +122,7 @@ pub fn open(root: &Path) -> anyhow::Result<(Workspace, Settings)> {
 /// Builds a run with every family, wired in order; `human` is the person
 /// the front end can reach, if any.
 pub async fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::Result<Run> {
-    let (workspace, settings) = open(&config.root)?;
+    let (workspace, settings) = open_with(&config.root, &config.settings_files)?;
     let mut builder = Run::builder(workspace)
         .settings(settings)
         .surface(config.surface);

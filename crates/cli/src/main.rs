@@ -25,6 +25,10 @@ struct Cli {
     /// Workspace root (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     root: Option<PathBuf>,
+    /// Also read this settings file, at the user level (a `.qwen/` or
+    /// `.gemini/settings.json` is read as it is); repeat for several.
+    #[arg(long = "settings", global = true, value_name = "FILE")]
+    settings_files: Vec<PathBuf>,
     /// Write logs to this file instead of stderr.
     #[arg(long, global = true, value_name = "FILE")]
     log_file: Option<PathBuf>,
@@ -217,6 +221,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     let config = |surface: Surface| RunConfig {
         root: root.clone(),
         surface,
+        settings_files: cli.settings_files.clone(),
     };
     let interactive = || TerminalHuman::if_interactive().map(|h| Arc::new(h) as Arc<dyn Human>);
     match cli.command {
@@ -241,7 +246,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             tokens.retain(|token| !token.is_empty());
             let config = config(surface.surface(ApprovalMode::Client));
             // Fail now, not at the first client request, on a bad root or settings.
-            gantry_assembly::open(&config.root)?;
+            gantry_assembly::open_with(&config.root, &config.settings_files)?;
             let factory: gantry_mcp::RunFactory = Arc::new(move |human| {
                 let config = config.clone();
                 Box::pin(async move { gantry_assembly::build_run(&config, human).await })

@@ -1,0 +1,119 @@
+//! Discovery through the real binary: `gantry --settings FILE` reading a
+//! Gemini CLI settings file as it is, a malformed file named with its line
+//! and column, and Gantry serving another Gantry (`gantry mcp` bridged as
+//! an MCP server over stdio).
+
+mod common;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+fn output(command: &mut std::process::Command) -> (bool, String, String) {
+    let output = command.output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_gemini_settings_file_is_read_as_it_is() {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let gemini = state.path().join("dot-gemini/settings.json");
+    write(
+        &gemini,
+        &json!({
+            "theme": "GitHub",
+            "mcpServers": {"everything": {
+                "command": "mcp-server-everything",
+                "includeTools": ["echo", "get-sum"],
+                "timeout": 30000
+            }}
+        })
+        .to_string(),
+    );
+    let (success, stdout, stderr) = output(
+        common::gantry(ws.path(), state.path())
+            .arg("--settings")
+            .arg(&gemini)
+            .args(["call", "everything__echo", r#"{"message": "through gantry"}"#]),
+    );
+    assert!(success, "{stderr}");
+    assert!(stdout.contains("through gantry"), "{stdout}");
+    // Keys of Gemini's that Gantry does not read are warned about, not fatal.
+    assert!(stderr.contains("unknown settings key `theme`"), "{stderr}");
+
+    let (success, stdout, stderr) = output(
+        common::gantry(ws.path(), state.path())
+            .arg("--settings")
+            .arg(&gemini)
+            .arg("status"),
+    );
+    assert!(success, "{stderr}");
+    assert!(
+        stdout.contains("MCP server `everything`: up, 2 tools"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_malformed_settings_file_is_named_with_line_and_column() {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let bad = state.path().join("bad.json");
+    write(&bad, "{\n  \"mcpServers\": {,}\n}\n");
+    let (success, _, stderr) = output(
+        common::gantry(ws.path(), state.path())
+            .arg("--settings")
+            .arg(&bad)
+            .arg("status"),
+    );
+    assert!(!success);
+    assert!(
+        stderr.contains(&format!("{}:2:18: invalid settings JSON", bad.display())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn gantry_serves_another_gantry() {
+    let outer = tempfile::tempdir().unwrap();
+    let inner = tempfile::tempdir().unwrap();
+    std::fs::write(inner.path().join("inner.txt"), "from the inner workspace\n").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    write(
+        &state.path().join("home/settings.json"),
+        &json!({"mcpServers": {"inner": {
+            "command": env!("CARGO_BIN_EXE_gantry"),
+            "args": ["mcp", "--root", inner.path()]
+        }}})
+        .to_string(),
+    );
+    let replies = common::session(
+        outer.path(),
+        state.path(),
+        &[json!({"tool": "inner__read_file", "args": {"path": "inner.txt"}})],
+    );
+    let text = replies[0].to_string();
+    assert!(text.contains("from the inner workspace"), "{text}");
+
+    // The inner tools keep their tiers: a read-capped surface sees the
+    // inner read_file and not the inner shell.
+    let (success, stdout, stderr) = output(
+        common::gantry(outer.path(), state.path()).args(["tools", "--json", "--tier", "read"]),
+    );
+    assert!(success, "{stderr}");
+    let listed: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"inner__read_file"), "{names:?}");
+    assert!(!names.contains(&"inner__shell"), "{names:?}");
+    assert!(names.contains(&"read_file"), "{names:?}");
+}
