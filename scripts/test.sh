@@ -46,6 +46,7 @@ python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.
 scripts/install-sandbox.sh
 scripts/install-workers.sh
 scripts/install-kernel.sh
+scripts/install-discovery.sh
 # The official MCP conformance suite, with the Node >= 22 it needs.
 if [ "${GANTRY_SKIP_CONFORMANCE:-}" != 1 ]; then
   GANTRY_CONFORMANCE_BIN="$(scripts/install-conformance.sh)"
