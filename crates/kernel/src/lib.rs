@@ -349,22 +349,20 @@ async fn start(language: Language, run: &Run) -> Result<Kernel, String> {
     let root = run.workspace().root().to_path_buf();
     let interpreter = interpreter::locate(language, &root).await?;
     let env = environment(run)?;
-    let sandbox = match &interpreter.writable {
-        None => Sandbox::of(run).await,
-        Some(writable) => match gantry_process::sandbox::Policy::from_settings(run.settings()) {
-            Ok(mut layered) => {
-                layered.policy.writable_roots.push(writable.clone());
-                let roots: Vec<_> = std::iter::once(root.clone())
-                    .chain(
-                        run.workspace()
-                            .extra_roots()
-                            .map(std::path::Path::to_path_buf),
-                    )
-                    .collect();
-                Sandbox::new(layered.policy, &roots)
-            }
-            Err(_) => Sandbox::of(run).await,
-        },
+    let sandbox = match gantry_process::sandbox::Policy::from_settings(run.settings()) {
+        Ok(mut layered) if !interpreter.writable().is_empty() => {
+            layered.policy.writable_roots.extend(interpreter.writable());
+            let roots: Vec<_> = std::iter::once(root.clone())
+                .chain(
+                    run.workspace()
+                        .extra_roots()
+                        .map(std::path::Path::to_path_buf),
+                )
+                .collect();
+            Sandbox::new(layered.policy, &roots)
+        }
+        // No writes of its own, or settings the sandbox refuses (it says why).
+        _ => Sandbox::of(run).await,
     };
     Kernel::start(language, &interpreter, &root, &env, &sandbox).await
 }

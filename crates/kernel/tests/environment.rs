@@ -165,7 +165,7 @@ async fn nothing_is_written_into_the_workspace() {
     let run = run(dir.path());
     cell(
         &run,
-        py("import pandas as pd\nframe = pd.read_csv('data.csv')\nimport matplotlib.pyplot as plt\nplt.plot(frame['a'])\n!echo shell\nframe"),
+        py("import src.mod\nimport pandas as pd\nframe = pd.read_csv('data.csv')\nimport matplotlib.pyplot as plt\nplt.plot(frame['a'])\n!echo shell\nframe"),
     )
     .await;
     cell(&run, py("%%timeit\nsum(range(10))")).await;
