@@ -152,7 +152,8 @@ pub enum Target {
         args: Vec<String>,
     },
     /// `attach` to a debug server listening on a port of 127.0.0.1
-    /// (debugpy started with `--listen`, `dlv --headless`).
+    /// (debugpy started with `--listen`, `dlv --headless`), which speaks
+    /// DAP itself: nothing is started, Gantry connects to it.
     Port(u16),
     /// `attach` to a running process by id (lldb).
     Pid(u32),
@@ -205,9 +206,9 @@ pub fn request_arguments(
             }
             return Ok(("launch", launch));
         }
-        (Adapter::Debugpy, Target::Port(port)) => {
-            json!({"connect": {"host": "127.0.0.1", "port": port}, "justMyCode": true})
-        }
+        // The port is the debug server itself (debugpy's `--listen`
+        // starts its adapter there): Gantry connects to it directly.
+        (Adapter::Debugpy, Target::Port(_)) => json!({"justMyCode": true}),
         (Adapter::Delve, Target::Port(_)) => json!({"mode": "remote"}),
         (Adapter::Lldb, Target::Pid(pid)) => json!({"pid": pid}),
         (adapter, Target::Port(_)) => {
@@ -258,7 +259,7 @@ mod tests {
         let (kind, args) =
             request_arguments(Adapter::Debugpy, &Target::Port(5678), here, None, here).unwrap();
         assert_eq!(kind, "attach");
-        assert_eq!(args["connect"]["port"], 5678);
+        assert_eq!(args["justMyCode"], true);
         let (_, args) =
             request_arguments(Adapter::Lldb, &Target::Pid(42), here, None, here).unwrap();
         assert_eq!(args["pid"], 42);

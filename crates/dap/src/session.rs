@@ -115,7 +115,7 @@ pub struct Start {
     /// Which adapter.
     pub adapter: Adapter,
     /// Its binary; `None` when attaching to a debug server's port
-    /// directly (delve).
+    /// directly.
     pub binary: Option<PathBuf>,
     /// The project root: the adapter's and the debuggee's directory.
     pub root: PathBuf,

@@ -440,8 +440,9 @@ impl Debug {
             (_, Some(pid)) => Target::Pid(pid),
             _ => return Err("port: required for attach".into()),
         };
-        // delve's headless server is itself the adapter: nothing to start.
-        let (binary, root) = if adapter == Adapter::Delve && p.port.is_some() {
+        // A port is a debug server that is itself the adapter (debugpy's
+        // --listen, dlv --headless): nothing to start.
+        let (binary, root) = if p.port.is_some() {
             (None, workspace.clone())
         } else {
             let found = locate(adapter, &workspace, &workspace)

@@ -281,3 +281,195 @@ async fn breakpoints_report_what_the_adapter_says() {
     assert!(end.contains("exited with code 0"), "{end}");
     run.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn attaches_to_a_running_debugpy_process_and_leaves_it_running() {
+    if !debugpy() {
+        return;
+    }
+    let (dir, run) = project(&fixture("python"), json!({}));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let debuggee = gantry_process::Command::new("python3")
+        .args([
+            "-m",
+            "debugpy",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--wait-for-client",
+        ])
+        .args(["app.py", "--forever"])
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    debug(
+        &run,
+        json!({"op": "breakpoints", "file": "app.py", "lines": [20]}),
+    )
+    .await;
+    // The debuggee listens once debugpy has started in it.
+    let mut attached = String::new();
+    for _ in 0..100 {
+        attached = debug(&run, json!({"op": "attach", "port": port})).await;
+        if !attached.contains("ERROR") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        attached.starts_with(&format!("attached to 127.0.0.1:{port} under debugpy")),
+        "{attached}"
+    );
+    assert!(attached.contains("line 20: verified"), "{attached}");
+    let stop = if attached.contains("stopped: breakpoint") {
+        attached
+    } else {
+        debug(&run, json!({"op": "continue", "wait_ms": WAIT})).await
+    };
+    assert!(stop.contains("at app.py:20 in main"), "{stop}");
+    assert!(stop.contains("beats = "), "{stop}");
+    let status = debug(&run, json!({"op": "status"})).await;
+    assert!(status.contains("debugpy session (attached)"), "{status}");
+    let ended = debug(&run, json!({"op": "terminate"})).await;
+    assert!(ended.contains("session ended"), "{ended}");
+    assert!(
+        common::alive(debuggee.pid() as i32),
+        "a process Gantry attached to, not started, keeps running"
+    );
+    drop(debuggee);
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_project_interpreter_runs_the_program() {
+    if !debugpy() {
+        return;
+    }
+    let (dir, run) = project(&fixture("python"), json!({}));
+    let real = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8(real.stdout).unwrap();
+    std::fs::create_dir_all(dir.path().join(".venv/bin")).unwrap();
+    std::os::unix::fs::symlink(real.trim(), dir.path().join(".venv/bin/python3")).unwrap();
+    debug(
+        &run,
+        json!({"op": "breakpoints", "file": "app.py", "lines": [6]}),
+    )
+    .await;
+    let stop = debug(
+        &run,
+        json!({"op": "launch", "program": "app.py", "wait_ms": WAIT}),
+    )
+    .await;
+    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    let interpreter = debug(
+        &run,
+        json!({"op": "evaluate", "expression": "__import__('sys').executable"}),
+    )
+    .await;
+    assert!(interpreter.contains(".venv/bin/python3"), "{interpreter}");
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_marker_or_adapter_is_explained() {
+    // No adapter starts here, so this runs whatever is installed.
+    let files: Vec<(String, Vec<u8>)> = fixture("python")
+        .into_iter()
+        .filter(|(path, _)| path != "requirements.txt")
+        .chain([("pubspec.yaml".to_string(), b"name: app\n".to_vec())])
+        .collect();
+    let (_dir, run) = project(&files, json!({}));
+    let adapters = debug(&run, json!({"op": "adapters"})).await;
+    let line = |name: &str| {
+        adapters
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("no {name} line: {adapters}"))
+            .to_string()
+    };
+    assert!(
+        line("debugpy").contains(
+            "not usable here: no root marker (pyproject.toml, setup.py, requirements.txt) above the file inside the workspace"
+        ),
+        "{adapters}"
+    );
+    assert!(
+        line("delve").contains("no root marker (go.mod)"),
+        "{adapters}"
+    );
+    assert!(
+        line("lldb").contains("no root marker (Cargo.toml, CMakeLists.txt)"),
+        "{adapters}"
+    );
+    // dart: detection only (the Dart SDK is not installable here): the
+    // marker is found, and the binary is said to be missing or usable as
+    // PATH has it.
+    let dart = line("dart");
+    if common::on_path("dart").is_some() {
+        assert!(dart.contains("usable (`dart debug_adapter`"), "{dart}");
+    } else {
+        assert!(
+            dart.contains("not usable here: binary `dart` not found in"),
+            "{dart}"
+        );
+        assert!(
+            !dart.contains("root marker"),
+            "pubspec.yaml is there: {dart}"
+        );
+        let refused = debug(
+            &run,
+            json!({"op": "launch", "program": "app.py", "adapter": "dart"}),
+        )
+        .await;
+        assert!(
+            refused.contains("ERROR: dart cannot start here: binary `dart` not found"),
+            "{refused}"
+        );
+    }
+    let refused = debug(&run, json!({"op": "launch", "program": "app.py"})).await;
+    assert!(
+        refused.contains("ERROR: debugpy cannot start here: no root marker"),
+        "{refused}"
+    );
+    let status = debug(&run, json!({"op": "status"})).await;
+    assert!(status.starts_with("no debug session"), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parameters_are_checked_with_their_names() {
+    let (_dir, run) = project(&fixture("python"), json!({}));
+    gantry_core::testing::refuses(
+        &run,
+        "debug",
+        [
+            (json!({"op": "launch"}), "program: required for launch"),
+            (json!({"op": "breakpoints", "lines": [3]}), "file: required"),
+            (
+                json!({"op": "breakpoints", "file": "app.py"}),
+                "lines: required",
+            ),
+            (
+                json!({"op": "breakpoints", "file": "app.py", "lines": [0]}),
+                "lines: line numbers are 1-based",
+            ),
+            (json!({"op": "attach"}), "port: required for attach"),
+            (json!({"op": "attach", "port": 1, "pid": 2}), "port, pid"),
+            (json!({"op": "variables"}), "reference: required"),
+            (json!({"op": "evaluate"}), "expression: required"),
+            (json!({"op": "continue", "wait_ms": 60001}), "wait_ms"),
+            (json!({"op": "fly"}), "op"),
+        ],
+    )
+    .await;
+    let none = debug(&run, json!({"op": "stack"})).await;
+    assert!(
+        none.contains("no debug session: `launch` a program"),
+        "{none}"
+    );
+}
