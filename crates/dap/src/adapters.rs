@@ -129,6 +129,16 @@ impl Adapter {
         }
     }
 
+    /// The `evaluate` context for an expression the model asks for:
+    /// debugpy's `repl` also runs statements; lldb-dap and delve take
+    /// `repl` input for their own commands, so they get `watch`.
+    pub fn evaluate_context(self) -> &'static str {
+        match self {
+            Adapter::Debugpy | Adapter::Dart => "repl",
+            Adapter::Lldb | Adapter::Delve => "watch",
+        }
+    }
+
     /// Function breakpoints set at every launch: Rust's `rust_panic`, which
     /// every panic passes through after printing its message, so a panic
     /// stops the program under lldb instead of unwinding to exit 101.

@@ -524,7 +524,16 @@ impl Debug {
             .request("pause", json!({"threadId": thread}))
             .await
             .map_err(|e| e.to_string())?;
-        let outcome = session.wait_for_stop(after, wait).await;
+        let outcome = match session.wait_for_stop(after, wait).await {
+            // lldb-dap reports the SIGSTOP it pauses with as an exception.
+            Outcome::Stopped(stop) if is_pause_signal(&stop) => Outcome::Stopped(Stop {
+                reason: "pause".into(),
+                description: None,
+                text: None,
+                ..stop
+            }),
+            outcome => outcome,
+        };
         Ok(self.render_outcome(&session, outcome, wait, run).await)
     }
 
@@ -659,7 +668,7 @@ impl Debug {
         let body = session
             .request(
                 "evaluate",
-                json!({"expression": expression, "frameId": frame, "context": "repl"}),
+                json!({"expression": expression, "frameId": frame, "context": session.adapter.evaluate_context()}),
             )
             .await
             .map_err(|e| e.to_string())?;
@@ -738,7 +747,9 @@ impl Debug {
             .flatten()
             .filter(|s| !s.is_empty())
             .collect();
-        if !said.is_empty() {
+        // A breakpoint's or a step's own words ("breakpoint 1.1") say
+        // nothing more than the reason.
+        if !said.is_empty() && !routine(&stop.reason) {
             lines.push(format!("  {}", said.join(": ")));
         }
         if stop.reason == "exception"
@@ -750,15 +761,14 @@ impl Debug {
         {
             let id = str_of(&info, "exceptionId");
             let description = str_of(&info, "description");
-            lines.push(format!(
-                "  exception {id}: {}",
-                cut(&description, VALUE_CAP)
-            ));
+            if !said.iter().any(|s| s.contains(description.as_str())) {
+                lines.push(format!(
+                    "  exception {id}: {}",
+                    cut(&description, VALUE_CAP)
+                ));
+            }
         }
-        if !matches!(
-            stop.reason.as_str(),
-            "breakpoint" | "step" | "pause" | "entry" | "goto"
-        ) {
+        if !routine(&stop.reason) {
             let tail = last_lines(&session.output().0, 5);
             if !tail.is_empty() {
                 lines.push(format!("the end of its output:\n{tail}"));
@@ -808,6 +818,20 @@ impl Debug {
             &format!("{} (reference {reference})", str_of(&scope, "name")),
         ))
     }
+}
+
+/// A stop that is the program's normal course under the debugger, not
+/// an error it ran into.
+fn routine(reason: &str) -> bool {
+    matches!(reason, "breakpoint" | "step" | "pause" | "entry" | "goto")
+}
+
+fn is_pause_signal(stop: &Stop) -> bool {
+    stop.reason == "exception"
+        && stop
+            .description
+            .as_deref()
+            .is_some_and(|d| d.contains("SIGSTOP"))
 }
 
 fn command_op(command: &str) -> &'static str {

@@ -1,0 +1,153 @@
+//! `debug` against the real lldb-dap, on a small C program
+//! (tests/fixtures/c, copied to a temp workspace and built there with
+//! `cc -g` before the test's calls).
+
+mod common;
+
+use std::path::Path;
+
+use common::{debug, fixture, number_after, project};
+use serde_json::json;
+
+const WAIT: u64 = 30_000;
+
+fn lldb() -> bool {
+    common::need(
+        "lldb-dap (Debian's lldb-19)",
+        common::on_path("lldb-dap").is_some(),
+    ) && common::need("a C compiler (cc)", common::on_path("cc").is_some())
+}
+
+/// The fixture built with debug information as `build/app`.
+fn build(root: &Path) {
+    std::fs::create_dir_all(root.join("build")).unwrap();
+    let built = std::process::Command::new("cc")
+        .args(["-g", "-O0", "-o", "build/app", "main.c"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(built.success(), "cc failed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lldb_stops_inspects_steps_and_runs_to_the_end() {
+    if !lldb() {
+        return;
+    }
+    let (dir, run) = project(&fixture("c"), json!({}));
+    build(dir.path());
+    let before = common::snapshot(dir.path());
+    debug(
+        &run,
+        json!({"op": "breakpoints", "file": "main.c", "lines": [13]}),
+    )
+    .await;
+    let stop = debug(
+        &run,
+        json!({"op": "launch", "program": "build/app", "wait_ms": WAIT}),
+    )
+    .await;
+    assert!(stop.contains("launched build/app under lldb"), "{stop}");
+    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    assert!(stop.contains("at main.c:13 in main"), "{stop}");
+    assert!(
+        stop.contains("13 |     int result = compute(6, 7);"),
+        "{stop}"
+    );
+    let items = number_after(
+        &stop[stop.find("items =").expect("items in the locals")..],
+        "[reference ",
+    );
+    let children = debug(&run, json!({"op": "variables", "reference": items})).await;
+    assert!(children.contains("1–50 of 70"), "{children}");
+    assert!(
+        children.contains(&format!("`variables` with reference {items} and offset 50")),
+        "{children}"
+    );
+
+    let into = debug(&run, json!({"op": "step_in", "wait_ms": WAIT})).await;
+    assert!(into.contains("at main.c:6 in compute"), "{into}");
+    assert!(into.contains("a = 6") && into.contains("b = 7"), "{into}");
+    let over = debug(&run, json!({"op": "step_over", "wait_ms": WAIT})).await;
+    assert!(
+        over.contains("at main.c:7 in compute") && over.contains("total = 42"),
+        "{over}"
+    );
+    let stack = debug(&run, json!({"op": "stack"})).await;
+    let main_line = stack
+        .lines()
+        .find(|l| l.contains("main at main.c"))
+        .unwrap_or_else(|| panic!("{stack}"));
+    let main_frame = number_after(main_line, "frame ");
+    let value = debug(
+        &run,
+        json!({"op": "evaluate", "expression": "items[69] + 1", "frame_id": main_frame}),
+    )
+    .await;
+    assert!(value.contains("items[69] + 1 = 70"), "{value}");
+    let out = debug(&run, json!({"op": "step_out", "wait_ms": WAIT})).await;
+    assert!(out.contains("in main"), "{out}");
+    let end = debug(&run, json!({"op": "continue", "wait_ms": WAIT})).await;
+    assert!(end.contains("exited with code 0"), "{end}");
+    assert!(end.contains("result=43"), "the output is captured: {end}");
+    run.shutdown().await;
+    assert_eq!(
+        before,
+        common::snapshot(dir.path()),
+        "the workspace is as it was"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lldb_stops_on_a_crash_with_its_signal() {
+    if !lldb() {
+        return;
+    }
+    let (dir, run) = project(&fixture("c"), json!({}));
+    build(dir.path());
+    let stop = debug(
+        &run,
+        json!({"op": "launch", "program": "build/app", "args": ["--crash"], "wait_ms": WAIT}),
+    )
+    .await;
+    assert!(stop.contains("stopped: exception"), "{stop}");
+    assert!(
+        stop.contains("signal SIGSEGV: address not mapped"),
+        "{stop}"
+    );
+    assert!(stop.contains("result=43"), "what it printed before: {stop}");
+    assert!(stop.contains("at main.c:18 in main"), "{stop}");
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lldb_still_running_pause_and_blank_line_breakpoint() {
+    if !lldb() {
+        return;
+    }
+    let (dir, run) = project(&fixture("c"), json!({}));
+    build(dir.path());
+    let running = debug(
+        &run,
+        json!({"op": "launch", "program": "build/app", "args": ["--forever"], "wait_ms": 1000}),
+    )
+    .await;
+    assert!(running.contains("still running after 1.0 s"), "{running}");
+    let paused = debug(&run, json!({"op": "pause", "wait_ms": WAIT})).await;
+    assert!(paused.contains("stopped: pause"), "{paused}");
+    let blank = debug(
+        &run,
+        json!({"op": "breakpoints", "file": "main.c", "lines": [1, 23]}),
+    )
+    .await;
+    // A line without code (an #include) has nowhere to go.
+    assert!(blank.contains("line 1: verified: false"), "{blank}");
+    assert!(blank.contains("line 23: verified"), "{blank}");
+    let processes = common::session_processes(&run);
+    debug(&run, json!({"op": "terminate"})).await;
+    let left: Vec<i32> = processes
+        .into_iter()
+        .filter(|&pid| common::alive(pid))
+        .collect();
+    assert!(left.is_empty(), "processes left after terminate: {left:?}");
+}
