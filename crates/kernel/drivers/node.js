@@ -17,7 +17,14 @@
   const vm = require('vm');
   const inspector = require('inspector');
 
-  const [inFd, outFd] = process.env.GANTRY_KERNEL_FDS.split(',').map(Number);
+  // The pipes as passed are inheritable, and node cannot mark them
+  // close-on-exec: open them again (libuv opens with O_CLOEXEC) and close
+  // the originals, so processes a cell starts never get them.
+  const [inFd, outFd] = process.env.GANTRY_KERNEL_FDS.split(',').map((passed, index) => {
+    const own = fs.openSync(`/proc/self/fd/${passed}`, index === 0 ? 'r' : 'w');
+    fs.closeSync(Number(passed));
+    return own;
+  });
   delete process.env.GANTRY_KERNEL_FDS;
 
   function writeFrame(frame) {

@@ -161,3 +161,55 @@ async fn cancelling_the_cell_cancels_the_bridged_call_in_flight() {
     assert!(cell(&run, py("kept")).await.starts_with("'yes'"));
     run.shutdown().await;
 }
+
+/// The pipes process `pid` holds open, by inode (`pipe:[123]`), beyond
+/// its stdio.
+fn pipes(pid: i32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().parse::<i32>().unwrap() > 2)
+        .filter_map(|entry| std::fs::read_link(entry.path()).ok())
+        .map(|target| target.display().to_string())
+        .filter(|target| target.starts_with("pipe:"))
+        .collect()
+}
+
+/// The first line of a cell's text as a number (a pid the cell printed).
+fn first_number(text: &str) -> i32 {
+    text.lines()
+        .next()
+        .unwrap()
+        .trim_matches('\'')
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn processes_a_cell_starts_never_get_the_protocol_pipes() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    // Pipes this test process holds too (cargo's jobserver) are inherited
+    // by everything; any other pipe beyond a child's stdio came from the
+    // kernel (its protocol pipes, or its stdout).
+    let ours = pipes(std::process::id() as i32);
+    for (language, start_child) in [
+        // close_fds=False: the child gets whatever is inheritable.
+        (
+            "python",
+            py("import subprocess\nsubprocess.Popen(['sleep', '30'], close_fds=False).pid"),
+        ),
+        (
+            "javascript",
+            js("require('child_process').spawn('sleep', ['30'], {stdio: 'ignore'}).pid"),
+        ),
+    ] {
+        let child = first_number(&cell(&run, start_child).await);
+        let leaked: Vec<String> = pipes(child)
+            .into_iter()
+            .filter(|pipe| !ours.contains(pipe))
+            .collect();
+        assert!(leaked.is_empty(), "{language}: a child got {leaked:?}");
+    }
+    run.shutdown().await;
+}
