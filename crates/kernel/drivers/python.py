@@ -447,6 +447,23 @@ def _gantry_driver():
                 transformer.append(rewrite)
         return transformer[0](code)
 
+    # -- the checkout stays as it was ------------------------------------------------
+
+    from importlib.machinery import SourceFileLoader
+
+    checkout = os.path.join(os.getcwd(), "")
+    cache_bytecode = SourceFileLoader.set_data
+
+    def set_data(self, path, data, *, _mode=0o666):
+        """Bytecode of the checkout's own modules is not cached: importing
+        one must leave no __pycache__ in the user's files (the standard
+        library and installed packages keep theirs)."""
+        if str(path).startswith(checkout):
+            return None
+        return cache_bytecode(self, path, data, _mode=_mode)
+
+    SourceFileLoader.set_data = set_data
+
     # -- cells --------------------------------------------------------------------
 
     main = types.ModuleType("__main__")

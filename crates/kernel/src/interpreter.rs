@@ -43,23 +43,9 @@ pub struct Interpreter {
     pub program: PathBuf,
     /// Where it comes from, for the model: "the project's .venv".
     pub origin: String,
-    /// Python's bytecode cache, in the state directory, so that importing
-    /// a module of the checkout writes no `__pycache__` into it.
-    pub pycache: Option<PathBuf>,
-    /// Gantry's kernel environment, when the kernel runs in it.
+    /// Gantry's kernel environment, when the kernel runs in it: the
+    /// kernel may write there (`%pip`) beyond the sandbox's defaults.
     pub environment: Option<PathBuf>,
-}
-
-impl Interpreter {
-    /// What the kernel writes beyond the sandbox's defaults: its own files
-    /// in the state directory.
-    pub fn writable(&self) -> Vec<PathBuf> {
-        self.pycache
-            .iter()
-            .chain(&self.environment)
-            .cloned()
-            .collect()
-    }
 }
 
 /// How long creating a kernel environment may take.
@@ -73,24 +59,20 @@ pub async fn locate(language: Language, root: &Path) -> Result<Interpreter, Stri
         return Ok(Interpreter {
             program: "node".into(),
             origin: "node on PATH".into(),
-            pycache: None,
             environment: None,
         });
     }
-    let own = gantry_core::state::root_dir("kernel", root);
-    let pycache = own.join("pycache");
     for dir in [".venv", "venv"] {
         let python = root.join(dir).join("bin").join("python");
         if python.is_file() {
             return Ok(Interpreter {
                 program: python,
                 origin: format!("the project's {dir}"),
-                pycache: Some(pycache),
                 environment: None,
             });
         }
     }
-    let env = own.join("venv");
+    let env = gantry_core::state::root_dir("kernel", root).join("venv");
     let python = env.join("bin").join("python");
     if !python.is_file() {
         create(&env).await?;
@@ -98,7 +80,6 @@ pub async fn locate(language: Language, root: &Path) -> Result<Interpreter, Stri
     Ok(Interpreter {
         program: python,
         origin: "Gantry's kernel environment for this workspace".into(),
-        pycache: Some(pycache),
         environment: Some(env),
     })
 }

@@ -90,14 +90,6 @@ impl Kernel {
             .env_clear()
             .envs(env.environment())
             .env("GANTRY_KERNEL_FDS", format!("{kernel_in},{kernel_out}"))
-            // Bytecode of the checkout's modules goes to Gantry's state
-            // directory, never into a `__pycache__` of the checkout.
-            .envs(
-                interpreter
-                    .pycache
-                    .as_ref()
-                    .map(|pycache| ("PYTHONPYCACHEPREFIX", pycache)),
-            )
             // Figures are rendered to PNG, never to a window.
             .env("MPLBACKEND", "Agg")
             .env("PAGER", "cat")

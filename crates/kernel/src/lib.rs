@@ -350,8 +350,11 @@ async fn start(language: Language, run: &Run) -> Result<Kernel, String> {
     let interpreter = interpreter::locate(language, &root).await?;
     let env = environment(run)?;
     let sandbox = match gantry_process::sandbox::Policy::from_settings(run.settings()) {
-        Ok(mut layered) if !interpreter.writable().is_empty() => {
-            layered.policy.writable_roots.extend(interpreter.writable());
+        Ok(mut layered) if interpreter.environment.is_some() => {
+            layered
+                .policy
+                .writable_roots
+                .extend(interpreter.environment.clone());
             let roots: Vec<_> = std::iter::once(root.clone())
                 .chain(
                     run.workspace()

@@ -10,6 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
+use serde_json::json;
 
 /// Builds `NAME-VERSION-py3-none-any.whl` in `dir`, a pure-Python package
 /// whose `VALUE` is `value`.
@@ -162,10 +163,17 @@ async fn without_a_venv_pip_installs_into_gantrys_environment_not_the_system() {
 async fn nothing_is_written_into_the_workspace() {
     let dir = workspace(&[("data.csv", "a,b\n1,2\n"), ("src/mod.py", "X = 1\n")]);
     let before = snapshot(dir.path());
-    let run = run(dir.path());
+    // Bytecode caching on, whatever this machine's environment says, so
+    // that importing a module of the checkout would write a __pycache__.
+    let run = run_with(
+        dir.path(),
+        json!({"shellEnvironmentPolicy": {"exclude": ["PYTHONDONTWRITEBYTECODE"]}}),
+        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
+        None,
+    );
     cell(
         &run,
-        py("import src.mod\nimport pandas as pd\nframe = pd.read_csv('data.csv')\nimport matplotlib.pyplot as plt\nplt.plot(frame['a'])\n!echo shell\nframe"),
+        py("import sys\nassert not sys.dont_write_bytecode\nimport src.mod\nimport pandas as pd\nframe = pd.read_csv('data.csv')\nimport matplotlib.pyplot as plt\nplt.plot(frame['a'])\n!echo shell\nframe"),
     )
     .await;
     cell(&run, py("%%timeit\nsum(range(10))")).await;
