@@ -449,6 +449,10 @@ impl Session {
         if let Some(code) = status.exit_code {
             return format!("the program exited with code {code}");
         }
+        if status.state.is_over() {
+            // delve 1.20 ends with `terminated` and no exit code.
+            return "the program ended (the adapter did not say its exit code)".into();
+        }
         if let Some(reason) = self.transport.closed() {
             return self.explain(format!("the debug adapter stopped ({reason})"));
         }
@@ -632,15 +636,25 @@ fn observe(
             "terminated" => status.send_modify(|s| s.state = State::Terminated),
             "output" => {
                 let category = text("category").unwrap_or_else(|| "console".into());
-                if matches!(category.as_str(), "stdout" | "stderr" | "important")
-                    && let Some(out) = body.get("output").and_then(Value::as_str)
-                {
+                let Some(out) = body.get("output").and_then(Value::as_str) else {
+                    return;
+                };
+                if matches!(category.as_str(), "stdout" | "stderr" | "important") {
                     lock(&output).push(out.as_bytes());
+                } else if let Some(code) = exit_status(out) {
+                    status.send_modify(|s| s.exit_code = Some(code));
                 }
             }
             _ => {}
         }
     })
+}
+
+/// The exit status later delves report only in words, on their console:
+/// `Process 4242 has exited with status 0`.
+fn exit_status(console: &str) -> Option<i64> {
+    let (_, rest) = console.split_once(" has exited with status ")?;
+    rest.trim().parse().ok()
 }
 
 /// Starts the adapter (or reaches a debug server already listening) and
@@ -760,6 +774,15 @@ async fn tcp(port: u16, deadline: Instant) -> Result<tokio::net::TcpStream, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_exit_status_delve_says_in_words() {
+        assert_eq!(
+            exit_status("Process 4242 has exited with status 3\n"),
+            Some(3)
+        );
+        assert_eq!(exit_status("Type 'dlv help' for list of commands.\n"), None);
+    }
 
     #[test]
     fn reads_the_port_delve_listens_on() {
