@@ -58,6 +58,11 @@ async fn delve_builds_stops_inspects_steps_and_runs_to_the_end() {
         "{into}"
     );
     let over = debug(&run, json!({"op": "step_over", "wait_ms": WAIT})).await;
+    assert!(
+        over.contains("at main.go:10 in main.compute")
+            || over.contains("at main.go:11 in main.compute"),
+        "{over}"
+    );
     let stack = debug(&run, json!({"op": "stack"})).await;
     let main_line = stack
         .lines()
