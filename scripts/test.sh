@@ -6,6 +6,7 @@
 # fails. To skip on purpose (each skip is said at the end of the run):
 #   GANTRY_SKIP_LSP=1          the tests that drive real language servers
 #   GANTRY_SKIP_CONFORMANCE=1  the official MCP conformance suite
+#   GANTRY_SKIP_DAP=1          the tests that drive real debug adapters
 #   GANTRY_SKIP_SANDBOX=1      the tests that need the kernel's Landlock (ABI 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,8 @@ cd "$(dirname "$0")/.."
 skipped=()
 [ "${GANTRY_SKIP_LSP:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_LSP=1: the tests that drive real language servers (crates/lsp/tests, the lsp calls of crates/cli/tests/seed_calls.rs, tests/e2e/test_lsp.py)")
+[ "${GANTRY_SKIP_DAP:-}" = 1 ] &&
+  skipped+=("GANTRY_SKIP_DAP=1: the tests that drive real debug adapters (crates/dap/tests: debugpy, lldb-dap, delve)")
 [ "${GANTRY_SKIP_CONFORMANCE:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_CONFORMANCE=1: the MCP conformance suite (tests/e2e/test_conformance.py)")
 [ "${GANTRY_SKIP_SANDBOX:-}" = 1 ] &&
@@ -43,6 +46,7 @@ apt_install ripgrep fd-find
 
 python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
 [ "${GANTRY_SKIP_LSP:-}" = 1 ] || scripts/install-lsp.sh
+[ "${GANTRY_SKIP_DAP:-}" = 1 ] || scripts/install-dap.sh
 scripts/install-sandbox.sh
 scripts/install-workers.sh
 scripts/install-kernel.sh
