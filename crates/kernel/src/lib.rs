@@ -349,23 +349,11 @@ async fn start(language: Language, run: &Run) -> Result<Kernel, String> {
     let root = run.workspace().root().to_path_buf();
     let interpreter = interpreter::locate(language, &root).await?;
     let env = environment(run)?;
-    let sandbox = match gantry_process::sandbox::Policy::from_settings(run.settings()) {
-        Ok(mut layered) if interpreter.environment.is_some() => {
-            layered
-                .policy
-                .writable_roots
-                .extend(interpreter.environment.clone());
-            let roots: Vec<_> = std::iter::once(root.clone())
-                .chain(
-                    run.workspace()
-                        .extra_roots()
-                        .map(std::path::Path::to_path_buf),
-                )
-                .collect();
-            Sandbox::new(layered.policy, &roots)
-        }
-        // No writes of its own, or settings the sandbox refuses (it says why).
-        _ => Sandbox::of(run).await,
+    let sandbox = Sandbox::of(run).await;
+    let sandbox = match &interpreter.environment {
+        // `%pip` installs there, in any confining mode.
+        Some(environment) => sandbox.also_writable(environment),
+        None => sandbox,
     };
     Kernel::start(language, &interpreter, &root, &env, &sandbox).await
 }
