@@ -346,6 +346,17 @@ impl Sandbox {
     /// none): what Gantry would do there. Rules are only built when this
     /// kernel offers that ABI too.
     pub fn on_kernel(policy: Policy, workspace_roots: &[PathBuf], abi: u32) -> Sandbox {
+        Self::build(policy, workspace_roots, abi, Vec::new())
+    }
+
+    /// The sandbox of `policy`, remembering what of the workspace's
+    /// settings was `ignored` (for `gantry status`).
+    fn build(
+        policy: Policy,
+        workspace_roots: &[PathBuf],
+        abi: u32,
+        ignored: Vec<String>,
+    ) -> Sandbox {
         let writable = match policy.mode {
             Mode::WorkspaceWrite => workspace_roots
                 .iter()
@@ -361,7 +372,7 @@ impl Sandbox {
             inner: Arc::new(Inner {
                 policy,
                 writable,
-                ignored: Vec::new(),
+                ignored,
                 abi,
                 state,
             }),
@@ -398,13 +409,7 @@ impl Sandbox {
             .map(Path::to_path_buf)
             .collect();
         match Policy::from_settings(run.settings()) {
-            Ok(layered) => {
-                let mut sandbox = Sandbox::new(layered.policy, &roots);
-                if let Some(inner) = Arc::get_mut(&mut sandbox.inner) {
-                    inner.ignored = layered.ignored;
-                }
-                sandbox
-            }
+            Ok(layered) => Sandbox::build(layered.policy, &roots, kernel_abi(), layered.ignored),
             Err(error) => Sandbox {
                 inner: Arc::new(Inner {
                     policy: Policy::default(),
