@@ -13,7 +13,7 @@ use gantry_process::{Located, Program, Unusable};
 use serde::Deserialize;
 
 use crate::adapters::{Adapter, Target};
-use crate::session::{Placed, Session, Start, State};
+use crate::session::{Confinement, Placed, Session, Start, State};
 
 /// The hard limit on a session's life (SPEC §8).
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 60);
@@ -109,6 +109,7 @@ impl Debugger {
         root: PathBuf,
         target: Target,
         python: Option<PathBuf>,
+        confinement: Confinement,
     ) -> Result<(Arc<Session>, Vec<(PathBuf, Vec<Placed>)>), String> {
         if let Ok(live) = self.live() {
             return Err(format!(
@@ -123,6 +124,7 @@ impl Debugger {
             root,
             target,
             python,
+            confinement,
             breakpoints: self.breakpoints(),
             ttl: self.ttl,
             notices: self.notices.clone(),

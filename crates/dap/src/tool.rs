@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 
 use crate::adapters::{Adapter, Entry, Target};
 use crate::debugger::{Debugger, describe_state, locate, project_python};
-use crate::session::{Outcome, Placed, Session, State, Stop};
+use crate::session::{Confinement, Outcome, Placed, Session, State, Stop};
+use gantry_process::sandbox::Sandbox;
+use gantry_process::{EnvPolicy, EnvPolicySettings};
 
 /// The default wait for a stop.
 const DEFAULT_WAIT_MS: u64 = 10_000;
@@ -412,7 +414,14 @@ impl Debug {
         };
         let (session, placed) = self
             .debugger
-            .start(adapter, Some(found.binary), found.root, target, python)
+            .start(
+                adapter,
+                Some(found.binary),
+                found.root,
+                target,
+                python,
+                confinement(run, adapter).await?,
+            )
             .await?;
         let mut text = format!("launched {given} under {}", adapter.name());
         for (file, placed) in &placed {
@@ -452,7 +461,14 @@ impl Debug {
         };
         let (session, placed) = self
             .debugger
-            .start(adapter, binary, root, target, None)
+            .start(
+                adapter,
+                binary,
+                root,
+                target,
+                None,
+                confinement(run, adapter).await?,
+            )
             .await?;
         let mut text = format!(
             "attached to {} under {}",
@@ -832,6 +848,38 @@ fn is_pause_signal(stop: &Stop) -> bool {
             .description
             .as_deref()
             .is_some_and(|d| d.contains("SIGSTOP"))
+}
+
+/// The sandbox and environment an adapter starts under, or why it cannot
+/// start: a sandbox that refuses, an environment policy that cannot be
+/// read, or `network: false` for an adapter that talks to its debuggee
+/// over loopback TCP.
+async fn confinement(run: &Run, adapter: Adapter) -> Result<Confinement, String> {
+    let sandbox = Sandbox::of(run).await;
+    if let Some(why) = sandbox.refusal() {
+        return Err(why.to_string());
+    }
+    if matches!(adapter, Adapter::Debugpy | Adapter::Delve | Adapter::Dart) {
+        sandbox.needs_loopback_tcp(adapter.name())?;
+    }
+    let key = gantry_process::env::SETTINGS_KEY;
+    let settings = run.settings();
+    let section = |user: bool| {
+        if user {
+            settings.user_section::<EnvPolicySettings>(key)
+        } else {
+            settings.workspace_section::<EnvPolicySettings>(key)
+        }
+        .map_err(|e| e.to_string())
+    };
+    let env = EnvPolicy::layered(
+        section(true)?,
+        section(false)?,
+        settings.workspace_trusted(),
+    )
+    .map(|layered| layered.policy)
+    .map_err(|e| format!("debug adapters cannot start: settings `{key}`: {e}"))?;
+    Ok(Confinement { sandbox, env })
 }
 
 fn command_op(command: &str) -> &'static str {
