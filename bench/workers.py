@@ -225,8 +225,16 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=200)
     args = parser.parse_args()
+    gantry = os.path.abspath(args.gantry)
 
     peer = Peer()
+    try:
+        return measure(args, gantry, peer)
+    finally:
+        peer.close()
+
+
+def measure(args: argparse.Namespace, gantry: str, peer: Peer) -> int:
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         root = scratch / "ws"
@@ -241,7 +249,7 @@ def main() -> int:
         }}
         (home / "settings.json").write_text(json.dumps(settings))
         env = dict(os.environ, GANTRY_HOME=str(home), GANTRY_STATE_DIR=str(scratch / "state"))
-        client = StdioClient([args.gantry, "mcp", "--root", str(root)], str(root), env)
+        client = StdioClient([gantry, "mcp", "--root", str(root)], str(root), env)
         try:
             client.initialize()
             spawn = spawn_to_first_request(client, peer, args.runs)
@@ -252,7 +260,6 @@ def main() -> int:
             bare_round = bare_rounds(peer, args.rounds, str(root))
         finally:
             client.close()
-            peer.close()
 
     print(f"worker mode through `gantry mcp`, scripted OpenAI-compatible peer on loopback; "
           f"{args.runs} spawns, {args.runs} kills, {args.rounds} tool rounds (ls)")

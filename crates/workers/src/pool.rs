@@ -225,6 +225,9 @@ impl Worker {
                 abort.abort();
             }
         }
+        // A write the cancelled call had begun finishes (all or nothing)
+        // before the kill is said done.
+        let _ = tokio::time::timeout(KILL_GRACE, self.agent.run.writes_settled()).await;
     }
 
     fn mark_killed(&self) {

@@ -619,3 +619,52 @@ fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn turns_are_bounded_and_a_failed_endpoint_is_reported_then_retried_on_send() {
+    let step = json!({"tool_calls": [{"name": "ls", "arguments": {"path": "."}}]});
+    let peer = Peer::start(json!({"conversations": {
+        "BRIEF-LOOP": [step, step, step, {"content": "never reached"}]
+    }}));
+    let dir = workspace_with::<&str>(&[]);
+    let settings = json!({"workers": {
+        "fast": {"baseUrl": peer.url(), "model": "m", "stream": false},
+        "good": {"baseUrl": "http://127.0.0.1:9/v1", "model": "gone"},
+        "maxTurns": 2
+    }});
+    let run = run_with(dir.path(), settings, Surface::default());
+    ok(
+        &run,
+        "vibe_spawn",
+        json!({"brief": "BRIEF-LOOP", "label": "loop"}),
+    )
+    .await;
+    let report = wait(&run, "w1").await;
+    assert!(report.contains("out of turns"), "{report}");
+    assert!(report.contains("stopped after 2 model turns"), "{report}");
+    assert_eq!(peer.conversation("BRIEF-LOOP").len(), 2);
+
+    ok(
+        &run,
+        "vibe_spawn",
+        json!({"brief": "BRIEF-GONE", "label": "gone", "tier": "good"}),
+    )
+    .await;
+    let report = wait(&run, "w2").await;
+    assert!(
+        report.contains("failed")
+            && report.contains("cannot reach the model at http://127.0.0.1:9/v1"),
+        "{report}"
+    );
+    let list = ok(&run, "vibe_list", json!({})).await;
+    assert!(list.contains("w2\tgone\tgood\tfailed\t"), "{list}");
+    // A failed worker is tried again on the next message, not left hung.
+    ok(
+        &run,
+        "vibe_send",
+        json!({"worker_id": "w2", "message": "try again"}),
+    )
+    .await;
+    assert!(wait(&run, "w2").await.contains("cannot reach the model"));
+    run.shutdown().await;
+}

@@ -257,6 +257,17 @@ impl Run {
     }
 }
 
+impl Run {
+    /// Waits until no write of the run is being applied. A write whose
+    /// caller was cancelled after its apply began still finishes, all or
+    /// nothing, on a blocking thread; a caller that stops someone's work
+    /// (a worker's kill) waits for it here before saying nothing more is
+    /// being written.
+    pub async fn writes_settled(&self) {
+        drop(self.inner.write_lock.lock().await);
+    }
+}
+
 /// Finishes or rolls back whatever write a dead process left on `root`,
 /// under the root's lock (`flock` on the root directory, which every
 /// process on the root shares whatever its state directory). Cheap when there is nothing: a root no Gantry
