@@ -271,3 +271,35 @@ async fn one_per_run_resources_start_once_and_again_after_release() {
     let fresh = fx.run.resource_or_start("python", start).await.unwrap();
     assert_eq!(fresh.0, 3);
 }
+
+#[tokio::test]
+async fn run_notices_reach_the_runs_model_not_a_nested_call() {
+    let fx = fixture(Surface::new(Tier::Exec, ApprovalMode::Yolo), None);
+    fx.run.notify("worker w1 finished");
+    let result = fx
+        .run
+        .call("relay", json!({"tool": "writer"}))
+        .await
+        .unwrap();
+    // The nested result came back bare; the notice was appended to the
+    // relay's own result, as a part of its own.
+    assert_eq!(
+        result.llm_content,
+        [
+            Part::text("ok: written"),
+            Part::text("[run notice] worker w1 finished")
+        ]
+    );
+    let again = relay(&fx.run, "relay", "writer", CallOptions::default()).await;
+    assert!(!again.contains("[run notice]"), "appended once: {again}");
+}
+
+#[test]
+fn leads_to_is_kept_only_when_wider_than_the_tier() {
+    let spec = ToolSpec::new("hand_out", "Hand out", Tier::Read, "Hands out work.");
+    assert_eq!(
+        spec.clone().leads_to(Tier::Write).leads_to,
+        Some(Tier::Write)
+    );
+    assert_eq!(spec.leads_to(Tier::Read).leads_to, None);
+}
