@@ -46,6 +46,7 @@ const WITHHELD: &str = "worker mode is off: no `workers` tier in the user's (or 
 /// The family as the assembly wires it.
 pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("workers", register)
     .settings(&[SETTINGS_KEY], check)
+    .instructions(instructions)
     .status(status);
 
 /// Registers the five tools and the run's pool when the honoured settings
@@ -68,6 +69,31 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
         .tool(Waiter(shared.clone()))
         .tool(Killer(shared.clone()))
         .tool(Lister(shared))
+}
+
+/// What the directing model learns of worker mode: which tiers there are
+/// and what their workers may do, so it picks a tier knowingly.
+fn instructions(builder: &RunBuilder) -> Option<String> {
+    let config = settings::resolve(builder.current_settings()).config?;
+    let tiers: Vec<String> = config
+        .tiers
+        .iter()
+        .filter_map(|(tier, endpoint)| {
+            let endpoint = endpoint.as_ref().ok()?;
+            Some(format!("`{tier}` ({})", endpoint.model))
+        })
+        .collect();
+    if tiers.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Background workers: vibe_spawn hands a self-contained brief to a worker on tier {} \
+         (`fast` for mechanical work with a clear spec, `good` for design, judgement or review); \
+         it works with the workspace tools up to {} while you go on, and vibe_wait returns its \
+         report. Review what a worker changed before relying on it.",
+        tiers.join(" or "),
+        config.surface.cap
+    ))
 }
 
 /// The settings check: a malformed section, a tier that cannot serve, a

@@ -560,6 +560,10 @@ async fn a_workers_section_in_an_untrusted_workspace_registers_nothing() {
 
     let settings = Settings::load_from(&user_file, dir.path()).unwrap();
     let builder = Run::builder(Workspace::new(dir.path()).unwrap()).settings(settings.clone());
+    assert_eq!(
+        Family::instructions(&gantry_workers::FAMILY, &builder),
+        None
+    );
     let run = gantry_workers::register(builder).build();
     assert!(run.tools().is_empty(), "{:?}", run.tools());
     let refused = fails(
@@ -591,6 +595,9 @@ async fn a_workers_section_in_an_untrusted_workspace_registers_nothing() {
     std::fs::write(&user_file, json!({"trustedFolders": [root]}).to_string()).unwrap();
     let settings = Settings::load_from(&user_file, dir.path()).unwrap();
     let builder = Run::builder(Workspace::new(dir.path()).unwrap()).settings(settings);
+    let instructions = Family::instructions(&gantry_workers::FAMILY, &builder).unwrap();
+    assert!(instructions.contains("tier `fast` (m)"), "{instructions}");
+    assert!(instructions.contains("tools up to write"), "{instructions}");
     let run = gantry_workers::register(builder).build();
     assert_eq!(run.tools().len(), 5);
     let status = Family::status(&gantry_workers::FAMILY, &run).await;
