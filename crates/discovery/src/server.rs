@@ -460,7 +460,10 @@ impl Server {
                 // A closed transport is the server gone: say how.
                 if connection.service.peer().is_transport_closed()
                     || connection.output_closed.is_cancelled()
-                    || matches!(error, ServiceError::TransportClosed)
+                    || matches!(
+                        error,
+                        ServiceError::TransportClosed | ServiceError::TransportSend(_)
+                    )
                 {
                     self.lost(&connection).await;
                 }

@@ -376,7 +376,7 @@ async fn a_crashing_server_is_reported_its_tools_leave_and_come_back() {
     );
     let second = pid(again);
     assert_ne!(first, second);
-    assert!(status(&run).await.contains("MCP server `py`: up, 2 tools"));
+    assert!(status(&run).await.contains("MCP server `py`: up, 3 tools"));
     run.shutdown().await;
     assert!(
         gantry_core::testing::exited(second, Duration::from_secs(5)).await,
@@ -576,7 +576,7 @@ async fn discovered_tools_run_the_call_command_and_clashes_are_said() {
     refused_as_invalid(&run).await;
     let said = status(&run).await;
     assert!(
-        said.contains("toolDiscoveryCommand declared 4 tools"),
+        said.contains("toolDiscoveryCommand declared 5 tools"),
         "{said}"
     );
     assert!(
@@ -621,5 +621,74 @@ async fn an_untrusted_workspace_starts_nothing() {
         said.contains("ignored from") && said.contains("`toolDiscoveryCommand`, `mcpServers`"),
         "{said}"
     );
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn discovered_commands_and_bridged_servers_run_in_the_sandbox() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let root = dir.path().canonicalize().unwrap();
+    let tools = peer("tools.py");
+    let run = run_of(
+        &root,
+        json!({
+            "toolDiscoveryCommand": format!("python3 '{tools}' discover"),
+            "toolCallCommand": format!("python3 '{tools}' call"),
+            "mcpServers": {"py": {"command": "python3", "args": [peer("stdio_server.py")]}}
+        }),
+    )
+    .await;
+    // Inside the workspace: allowed, for both.
+    let inside = root.join("inside.txt");
+    ok(&run, "write", json!({"path": inside})).await;
+    ok(&run, "py__write", json!({"path": root.join("inside2.txt")})).await;
+    assert!(inside.exists());
+    // In the home directory (not a cache, not the workspace): refused.
+    let home = PathBuf::from(std::env::var("HOME").unwrap());
+    for (tool, name) in [("write", "command"), ("py__write", "server")] {
+        let outside = home.join(format!(
+            "gantry-discovery-sandbox-probe-{name}-{}",
+            std::process::id()
+        ));
+        let refused = run.call(tool, json!({"path": outside})).await;
+        let written = outside.exists();
+        let _ = std::fs::remove_file(&outside);
+        assert!(
+            !written,
+            "{tool} wrote {} outside the sandbox",
+            outside.display()
+        );
+        let message = match refused {
+            Ok(result) => result.text_content(),
+            Err(error) => error.message,
+        };
+        // The command's own error says why; the Python SDK hides a
+        // tool's exception behind "Error executing tool".
+        let expected = if name == "command" {
+            "Permission denied"
+        } else {
+            "Error executing tool write"
+        };
+        assert!(message.contains(expected), "{message}");
+    }
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_that_dies_is_said() {
+    let (server, url) = http_peer(None);
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let run = run_of(dir.path(), json!({"mcpServers": {"web": {"httpUrl": url}}})).await;
+    assert!(names(&run).contains(&"web__crash".to_string()));
+    let error = err(&run, "web__crash", json!({})).await;
+    drop(server);
+    assert!(error.contains("MCP server `web`"), "{error}");
+    let gone = tools_until(&run, Duration::from_secs(60), |names| {
+        !names.iter().any(|n| n == "web__shout")
+    })
+    .await;
+    assert!(gone, "{:?}", names(&run));
+    let said = status(&run).await;
+    assert!(said.contains("MCP server `web` is down"), "{said}");
     run.shutdown().await;
 }

@@ -2,6 +2,7 @@
 gantry-discovery's tests: `python3 stdio_server.py [START_DELAY_S]`.
 
 Tools: `crash` (ends the process with code 3 after writing to stderr),
+`write` (writes a file, to see the sandbox refuse it),
 `pid` (the process id, to tell a restarted server from the first). The
 optional delay holds back start-up, as a slow server's would."""
 
@@ -23,6 +24,14 @@ def crash() -> str:
     """Ends the server process."""
     print("the crash tool was called: exiting on purpose", file=sys.stderr, flush=True)
     os._exit(3)
+
+
+@server.tool()
+def write(path: str) -> str:
+    """Writes a file (to see the sandbox refuse it)."""
+    with open(path, "w") as out:
+        out.write("written")
+    return "wrote " + path
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
