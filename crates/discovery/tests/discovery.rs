@@ -692,3 +692,47 @@ async fn a_streamable_http_server_that_dies_is_said() {
     assert!(said.contains("MCP server `web` is down"), "{said}");
     run.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_servers_env_is_expanded_and_cwd_is_beneath_the_root() {
+    let dir = workspace_with(&[("sub/a.txt", "a")]);
+    let root = dir.path().canonicalize().unwrap();
+    let run = run_of(
+        &root,
+        json!({"mcpServers": {"e": {
+            "command": "mcp-server-everything",
+            "includeTools": ["get-env"],
+            "cwd": "sub",
+            "env": {"GANTRY_DISCOVERY_PROBE": "${HOME}/probe", "GANTRY_DISCOVERY_DEFAULT": "${GANTRY_UNSET_X:-fallback}"}
+        }}}),
+    )
+    .await;
+    let env = ok(&run, "e__get-env", json!({})).await;
+    let home = std::env::var("HOME").unwrap();
+    assert!(env.contains(&format!("{home}/probe")), "{env}");
+    assert!(env.contains("fallback"), "{env}");
+    run.shutdown().await;
+
+    let run = run_of(
+        &root,
+        json!({"mcpServers": {"py": {"command": "python3", "args": [peer("stdio_server.py")], "cwd": "sub"}}}),
+    )
+    .await;
+    let pid = ok(&run, "py__pid", json!({})).await;
+    let cwd = std::fs::read_link(format!("/proc/{}/cwd", pid.trim())).unwrap();
+    assert_eq!(cwd, root.join("sub"));
+    run.shutdown().await;
+
+    // A variable that is not set stops the server, saying which.
+    let run = run_of(
+        &root,
+        json!({"mcpServers": {"e": {"command": "mcp-server-everything", "env": {"X": "$GANTRY_SURELY_UNSET_VAR"}}}}),
+    )
+    .await;
+    let said = status(&run).await;
+    assert!(
+        said.contains("`env.X`: $GANTRY_SURELY_UNSET_VAR is not set"),
+        "{said}"
+    );
+    run.shutdown().await;
+}
