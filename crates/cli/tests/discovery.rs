@@ -44,7 +44,11 @@ fn a_gemini_settings_file_is_read_as_it_is() {
         common::gantry(ws.path(), state.path())
             .arg("--settings")
             .arg(&gemini)
-            .args(["call", "everything__echo", r#"{"message": "through gantry"}"#]),
+            .args([
+                "call",
+                "everything__echo",
+                r#"{"message": "through gantry"}"#,
+            ]),
     );
     assert!(success, "{stderr}");
     assert!(stdout.contains("through gantry"), "{stdout}");
@@ -116,4 +120,33 @@ fn gantry_serves_another_gantry() {
     assert!(names.contains(&"inner__read_file"), "{names:?}");
     assert!(!names.contains(&"inner__shell"), "{names:?}");
     assert!(names.contains(&"read_file"), "{names:?}");
+}
+
+#[test]
+fn a_bridged_gantrys_question_is_declined_when_no_person_can_be_asked() {
+    let outer = tempfile::tempdir().unwrap();
+    let inner = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    write(
+        &state.path().join("home/settings.json"),
+        &json!({"mcpServers": {"inner": {
+            "command": env!("CARGO_BIN_EXE_gantry"),
+            "args": ["mcp", "--root", inner.path(), "--approval", "default"]
+        }}})
+        .to_string(),
+    );
+    // The inner Gantry asks its client (the outer one) to confirm the
+    // write; the outer session has no person, so the inner one hears a
+    // decline and writes nothing.
+    let replies = common::session(
+        outer.path(),
+        state.path(),
+        &[json!({"tool": "inner__write_file", "args": {"path": "new.txt", "content": "x"}})],
+    );
+    let text = replies[0].to_string();
+    assert!(!inner.path().join("new.txt").exists(), "{text}");
+    assert!(
+        text.contains("`write_file` was not run: the user declined"),
+        "{text}"
+    );
 }
