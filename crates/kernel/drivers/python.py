@@ -318,9 +318,14 @@ def _gantry_driver():
         def line_pip(self, line):
             import shlex
             import subprocess
+            import importlib.util
             args = shlex.split(expand(line, caller_namespace()))
             before = installed()
             flush_streams()
+            if importlib.util.find_spec("pip") is None:
+                # Gantry's environment has no pip of its own and this
+                # system Python none to lend it: bring the bundled one.
+                subprocess.call([sys.executable, "-m", "ensurepip", "--default-pip"])
             code = subprocess.call([sys.executable, "-m", "pip", *args, "--disable-pip-version-check"])
             evicted = evict(before)
             if evicted:
