@@ -94,11 +94,13 @@ def main() -> int:
         direct, _ = started(["node", args.fs_js, str(root)], str(root), env)
         bridged_ms: list[float] = []
         direct_ms: list[float] = []
+        own_ms: list[float] = []
         call = {"arguments": {"path": str(small)}}
         for block in range(0, args.reads, 100):
             for client, name, out in (
                 (through, "server-filesystem__read_file", bridged_ms),
                 (direct, "read_file", direct_ms),
+                (through, "read_file", own_ms),
             ):
                 for _ in range(min(100, args.reads - block)):
                     t0 = time.perf_counter()
@@ -135,6 +137,7 @@ def main() -> int:
     print(f"{'figure':<36}{'gantry':>10}{'direct':>10}{'ratio':>9}{'diff':>10}  goal")
     print(f"{'read p50 (ms)':<36}{p50_b:>10.3f}{p50_d:>10.3f}{p50_b / p50_d:>8.2f}x{p50_b - p50_d:>+10.3f}  +0.5 ms")
     print(f"{'read p99 (ms)':<36}{p99_b:>10.3f}{p99_d:>10.3f}{p99_b / p99_d:>8.2f}x{p99_b - p99_d:>+10.3f}")
+    print(f"  (Gantry's own read_file over the same session, for scale: p50 {percentile(own_ms, 0.5):.3f} ms, p99 {percentile(own_ms, 0.99):.3f} ms)")
     print(f"{'spawn -> tools/list, 2 bridged (ms)':<36}{g:>10.1f}{slower:>10.1f}{g / slower:>8.2f}x{g - slower:>+10.1f}  +20 ms")
     print(f"{'  vs both started at once directly':<36}{g:>10.1f}{both:>10.1f}{g / both:>8.2f}x{g - both:>+10.1f}  (same work, same cores)")
     print(f"  (servers' own, alone: server-filesystem {f:.1f} ms, server-everything {e:.1f} ms; direct = the slower)")
