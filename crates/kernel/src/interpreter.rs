@@ -48,6 +48,45 @@ pub struct Interpreter {
     pub environment: Option<PathBuf>,
 }
 
+/// What `locate` would choose here, without creating or starting
+/// anything: for `gantry status`.
+pub fn describe(root: &Path) -> Vec<String> {
+    let python = [".venv", "venv"]
+        .into_iter()
+        .map(|dir| root.join(dir).join("bin").join("python"))
+        .find(|python| python.is_file())
+        .map(|python| format!("eval: Python cells run {}", python.display()))
+        .unwrap_or_else(|| {
+            let env = gantry_core::state::root_dir("kernel", root).join("venv");
+            let state = if env.join("bin").join("python").is_file() {
+                "made"
+            } else {
+                "made on the first cell"
+            };
+            format!(
+                "eval: Python cells run python3 in Gantry's environment for this workspace ({}, {state}); a .venv in the workspace would be preferred",
+                env.display()
+            )
+        });
+    let node = match on_path("node") {
+        Some(node) => format!("eval: JavaScript cells run {}", node.display()),
+        None => "eval: JavaScript cells cannot run: node is not on PATH (install Node.js)".into(),
+    };
+    vec![python, node]
+}
+
+/// The first executable file named `name` on `PATH`, as the spawn will
+/// find it (a few lines; no crate needed for that).
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|path| {
+            path.metadata()
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
+}
+
 /// How long creating a kernel environment may take.
 const CREATE_BOUND: Duration = Duration::from_secs(120);
 

@@ -57,7 +57,8 @@ pub const SETTINGS_KEY: &str = "eval";
 pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("kernel", register)
     .settings(&[SETTINGS_KEY], |settings| {
         gantry_core::check_section::<EvalSettings>(settings, SETTINGS_KEY)
-    });
+    })
+    .status(|run| interpreter::describe(run.workspace().root()));
 
 /// Registers `eval` with the run's kernels, none started until a cell
 /// needs one.

@@ -185,3 +185,23 @@ async fn nothing_is_written_into_the_workspace() {
     run.shutdown().await;
     assert_eq!(before, snapshot(dir.path()), "the workspace changed");
 }
+
+#[tokio::test]
+async fn status_says_which_interpreters_cells_run() {
+    use gantry_core::Family;
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let lines = Family::status(&gantry_kernel::FAMILY, &run).await;
+    assert!(
+        lines[0].contains("Gantry's environment for this workspace"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("eval: JavaScript cells run /"),
+        "{lines:?}"
+    );
+    std::fs::create_dir_all(dir.path().join(".venv/bin")).unwrap();
+    std::fs::write(dir.path().join(".venv/bin/python"), "").unwrap();
+    let lines = Family::status(&gantry_kernel::FAMILY, &run).await;
+    assert!(lines[0].ends_with(".venv/bin/python"), "{lines:?}");
+}
