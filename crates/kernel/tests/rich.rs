@@ -53,6 +53,14 @@ async fn every_open_figure_becomes_one_png_part_sent_once() {
         assert!(width > 100 && height > 100, "{width}x{height}");
         assert!(png.len() <= 200_000, "{} bytes", png.len());
     }
+    // plt.show() by reflex: the figure once, and no warning.
+    let shown = cell_result(&run, py("plt.plot([1, 2])\nplt.show()")).await;
+    assert_eq!(images(&shown).len(), 1);
+    assert!(
+        !shown.text_content().contains("non-interactive"),
+        "{}",
+        shown.text_content()
+    );
     // Figures were closed: the next cell shows none.
     let next = cell_result(&run, py("len(plt.get_fignums())")).await;
     assert!(images(&next).is_empty());
