@@ -376,7 +376,7 @@ async fn a_crashing_server_is_reported_its_tools_leave_and_come_back() {
     );
     let second = pid(again);
     assert_ne!(first, second);
-    assert!(status(&run).await.contains("MCP server `py`: up, 3 tools"));
+    assert!(status(&run).await.contains("MCP server `py`: up, 4 tools"));
     run.shutdown().await;
     assert!(
         gantry_core::testing::exited(second, Duration::from_secs(5)).await,
@@ -734,5 +734,26 @@ async fn a_servers_env_is_expanded_and_cwd_is_beneath_the_root() {
         said.contains("`env.X`: $GANTRY_SURELY_UNSET_VAR is not set"),
         "{said}"
     );
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_servers_own_list_change_reaches_the_run() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let run = run_of(
+        dir.path(),
+        json!({"mcpServers": {"py": {"command": "python3", "args": [peer("stdio_server.py")]}}}),
+    )
+    .await;
+    assert!(!names(&run).contains(&"py__grown".to_string()));
+    let changes = run.tools_changed();
+    ok(&run, "py__grow", json!({})).await;
+    let grown = tools_until(&run, Duration::from_secs(30), |names| {
+        names.iter().any(|n| n == "py__grown")
+    })
+    .await;
+    assert!(grown, "{:?}", names(&run));
+    assert!(changes.has_changed().unwrap());
+    assert_eq!(ok(&run, "py__grown", json!({})).await, "grown");
     run.shutdown().await;
 }

@@ -2,7 +2,8 @@
 gantry-discovery's tests: `python3 stdio_server.py [START_DELAY_S]`.
 
 Tools: `crash` (ends the process with code 3 after writing to stderr),
-`write` (writes a file, to see the sandbox refuse it),
+`write` (writes a file, to see the sandbox refuse it), `grow` (adds a
+tool `grown` and sends `tools/list_changed`),
 `pid` (the process id, to tell a restarted server from the first). The
 optional delay holds back start-up, as a slow server's would."""
 
@@ -10,7 +11,7 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 if len(sys.argv) > 1:
@@ -32,6 +33,19 @@ def write(path: str) -> str:
     with open(path, "w") as out:
         out.write("written")
     return "wrote " + path
+
+
+def grown() -> str:
+    """A tool added at run time."""
+    return "grown"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `grown` and says the tool list changed."""
+    server.add_tool(grown)
+    await ctx.session.send_tool_list_changed()
+    return "grew"
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
