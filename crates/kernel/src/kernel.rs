@@ -171,8 +171,8 @@ impl Kernel {
     }
 
     /// The child, for ending it from outside a cell (the run's end).
-    pub fn child(&self) -> Arc<Child> {
-        self.child.clone()
+    pub fn child(&self) -> &Arc<Child> {
+        &self.child
     }
 
     /// Whether the kernel has died since its last cell, and how. The

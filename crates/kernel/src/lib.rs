@@ -34,7 +34,7 @@ pub mod kernel;
 pub mod protocol;
 pub mod transcript;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use gantry_core::{
@@ -90,8 +90,9 @@ pub struct Kernels {
     python: Arc<tokio::sync::Mutex<Slot>>,
     javascript: Arc<tokio::sync::Mutex<Slot>>,
     /// Every kernel process started, to end from outside a cell (the
-    /// run's end never waits for a cell to finish).
-    children: Mutex<Vec<Arc<Child>>>,
+    /// run's end never waits for a cell to finish). Weak: a kernel dropped
+    /// from its slot (reset, crashed, killed) is ended by that drop.
+    children: Mutex<Vec<Weak<Child>>>,
 }
 
 /// One language's kernel, and what its running cell is doing. Locked for
@@ -111,18 +112,18 @@ impl Kernels {
         }
     }
 
-    fn track(&self, child: Arc<Child>) {
+    fn track(&self, child: &Arc<Child>) {
         let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
-        children.retain(|child| matches!(child.try_exited(), Ok(None)));
-        children.push(child);
+        children.retain(|child| child.strong_count() > 0);
+        children.push(Arc::downgrade(child));
     }
 
     fn live(&self) -> Vec<Arc<Child>> {
         let children = self.children.lock().unwrap_or_else(|e| e.into_inner());
         children
             .iter()
+            .filter_map(Weak::upgrade)
             .filter(|child| matches!(child.try_exited(), Ok(None)))
-            .cloned()
             .collect()
     }
 }
