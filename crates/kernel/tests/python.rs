@@ -189,7 +189,13 @@ async fn a_cancelled_cell_is_interrupted_and_the_next_one_finds_the_state() {
 async fn reset_throws_the_state_away() {
     let dir = workspace(&[]);
     let run = run(dir.path());
-    cell(&run, py("gone = 1")).await;
+    let old: i32 = cell(&run, py("gone = 1\nimport os\nos.getpid()"))
+        .await
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     let text = cell(
         &run,
         json!({"code": "'gone' in globals()", "description": "check the state after a reset", "reset": true}),
@@ -199,6 +205,10 @@ async fn reset_throws_the_state_away() {
     assert!(
         text.contains("reset: the previous Python kernel was discarded"),
         "{text}"
+    );
+    assert!(
+        gantry_core::testing::exited(old, std::time::Duration::from_secs(5)).await,
+        "the discarded kernel {old} still runs"
     );
     run.shutdown().await;
 }
