@@ -71,12 +71,16 @@ def _gantry_driver():
             while view:
                 view = view[os.write(out_fd, view):]
 
+    class HostGone(BaseException):
+        """Gantry closed the protocol pipe: the kernel ends (a BaseException,
+        so no `except Exception` of a cell holds it up)."""
+
     def read_exact(n):
         chunks = []
         while n:
             chunk = os.read(in_fd, n)
             if not chunk:
-                raise EOFError
+                raise HostGone
             chunks.append(chunk)
             n -= len(chunk)
         return b"".join(chunks)
@@ -541,7 +545,7 @@ def _gantry_driver():
                 user_ns["_"] = value
                 send({"type": "result", "data": bundle(value)})
         except BaseException as error:  # KeyboardInterrupt and SystemExit too: the kernel stays
-            if isinstance(error, EOFError) and not running[0]:
+            if isinstance(error, HostGone):
                 raise
             send({"type": "error", "ename": type(error).__name__, "evalue": str(error),
                   "traceback": user_traceback(error)})
@@ -560,7 +564,7 @@ def _gantry_driver():
     while True:
         try:
             frame = read_frame()
-        except EOFError:
+        except HostGone:
             return
         if frame.get("type") == "exec":
             run_cell(frame["code"])

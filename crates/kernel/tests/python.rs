@@ -322,3 +322,14 @@ async fn a_negative_interrupt_grace_is_a_clear_error() {
     let error = failing(&run, py("1")).await;
     assert!(error.contains("eval.interruptGrace"), "{error}");
 }
+
+#[tokio::test]
+async fn input_raises_eof_and_the_kernel_stays() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    cell(&run, py("kept = 3")).await;
+    let error = failing(&run, py("input('name? ')")).await;
+    assert!(error.contains("EOFError"), "{error}");
+    assert!(cell(&run, py("kept")).await.starts_with('3'));
+    run.shutdown().await;
+}
