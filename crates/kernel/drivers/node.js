@@ -185,6 +185,15 @@
     writeFrame({ type: 'done', names, modules: [] });
   }
 
+  // As node's REPL: an error no one catches (a throwing timer, a promise
+  // rejected with no handler) is said, and the kernel and its state stay.
+  process.on('uncaughtException', (error) => {
+    process.stderr.write(`Uncaught ${userStack(error)}\n`);
+  });
+  process.on('unhandledRejection', (reason) => {
+    process.stderr.write(`Unhandled rejection: ${userStack(reason)}\n`);
+  });
+
   process.on('SIGINT', () => {
     // A cell waiting on a promise (a timer, I/O): abandon it, keep the state.
     if (current) current.finish({ interrupted: true });

@@ -122,3 +122,23 @@ async fn dynamic_import_and_require_work_in_a_cell() {
     assert!(text.starts_with("'42 function'"), "{text}");
     run.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_error_no_one_catches_is_said_and_the_kernel_stays() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    cell(&run, js("let kept = 'here'")).await;
+    let text = cell(
+        &run,
+        js("setTimeout(() => { throw new Error('from a timer'); }, 0);\nPromise.reject(new Error('nobody waits'));\nawait new Promise(r => setTimeout(r, 50));\n'alive'"),
+    )
+    .await;
+    assert!(text.contains("Uncaught Error: from a timer"), "{text}");
+    assert!(
+        text.contains("Unhandled rejection: Error: nobody waits"),
+        "{text}"
+    );
+    assert!(text.contains("'alive'"), "{text}");
+    assert!(cell(&run, js("kept")).await.starts_with("'here'"));
+    run.shutdown().await;
+}
