@@ -260,11 +260,12 @@ impl Kernel {
     }
 
     /// Runs `code`, writing what it shows into `transcript`: bridged calls
-    /// go through `ctx`'s caller (its surface, its person), and progress is
-    /// reported on `ctx` every few seconds; the idle budget runs only while no bridged
-    /// call is in flight; on its end the kernel is interrupted and, if it
-    /// does not stop within `grace`, killed. `state` records a bridged call
-    /// in flight, so a cancelled cell can answer it (see [`settle`]).
+    /// go through `ctx`'s caller (its surface, its person), progress is
+    /// reported on `ctx` every few seconds, and the idle budget runs only
+    /// while no bridged call is in flight; on its end the kernel is
+    /// interrupted and, if it does not stop within `grace`, killed.
+    /// `state` records a bridged call in flight, so that a cancelled cell
+    /// can answer it (see [`settle`]).
     pub async fn run_cell(
         &mut self,
         code: &str,
