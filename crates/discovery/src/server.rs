@@ -273,31 +273,7 @@ impl Server {
     /// (the watcher, a failing call) reports it; the others find it done.
     async fn lost(self: &Arc<Self>, connection: &Connection) {
         let how = match &connection.child {
-            Some(child) => {
-                if tokio::time::timeout(STOP_GRACE, child.exited())
-                    .await
-                    .is_err()
-                {
-                    // It closed its output but lives on: it cannot serve.
-                    child.kill_group();
-                }
-                let status = match tokio::time::timeout(STOP_GRACE, child.exited()).await {
-                    Ok(Ok(status)) => describe_exit(status),
-                    _ => "closed its output".into(),
-                };
-                let stderr = match child.stderr() {
-                    Some(capture) => {
-                        let _ = tokio::time::timeout(STOP_GRACE, capture.finished()).await;
-                        capture.explain()
-                    }
-                    None => String::new(),
-                };
-                if stderr.is_empty() {
-                    status
-                } else {
-                    format!("{status}: {stderr}")
-                }
-            }
+            Some(child) => how_it_ended(child).await,
             None => "its connection closed".into(),
         };
         let failures = if connection.started.elapsed() > STABLE {
@@ -347,25 +323,13 @@ impl Server {
                 match handler.serve((stdout, stdin)).await {
                     Ok(service) => (service, Some(spawned)),
                     Err(error) => {
-                        let status = tokio::time::timeout(STOP_GRACE, spawned.exited()).await;
-                        let how = match status {
-                            Ok(Ok(status)) => format!(" ({})", describe_exit(status)),
-                            _ => String::new(),
-                        };
-                        let stderr = spawned.stderr().map(|c| c.explain()).unwrap_or_default();
-                        return Err(format!(
-                            "`{}` did not initialise{how}: {error}{}",
-                            std::iter::once(&command)
-                                .chain(&args)
-                                .cloned()
-                                .collect::<Vec<_>>()
-                                .join(" "),
-                            if stderr.is_empty() {
-                                String::new()
-                            } else {
-                                format!(": {stderr}")
-                            }
-                        ));
+                        let shown = std::iter::once(&command)
+                            .chain(&args)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        let ended = how_it_ended(&spawned).await;
+                        return Err(format!("`{shown}` did not initialise ({ended}): {error}"));
                     }
                 }
             }
@@ -518,6 +482,34 @@ impl Server {
                 child.kill_group();
             }
         }
+    }
+}
+
+/// How a server's process ended, with the lines of its stderr that say
+/// why: given a moment to exit, killed if it lingers (a server that closed
+/// its output or failed to initialise serves nothing more).
+async fn how_it_ended(child: &Child) -> String {
+    if tokio::time::timeout(STOP_GRACE, child.exited())
+        .await
+        .is_err()
+    {
+        child.kill_group();
+    }
+    let status = match tokio::time::timeout(STOP_GRACE, child.exited()).await {
+        Ok(Ok(status)) => describe_exit(status),
+        _ => "closed its output".into(),
+    };
+    let stderr = match child.stderr() {
+        Some(capture) => {
+            let _ = tokio::time::timeout(STOP_GRACE, capture.finished()).await;
+            capture.explain()
+        }
+        None => String::new(),
+    };
+    if stderr.is_empty() {
+        status
+    } else {
+        format!("{status}: {stderr}")
     }
 }
 

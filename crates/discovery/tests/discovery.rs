@@ -424,6 +424,7 @@ fn http_peer(delay: Option<&str>) -> (KillOnDrop, String) {
     command.arg(peer("http_server.py")).arg(port.to_string());
     command.args(delay);
     let mut child = command
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
