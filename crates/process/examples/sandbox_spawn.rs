@@ -3,7 +3,10 @@
 //! workspace-write sandbox with the network allowed and denied,
 //! interleaved in one process so load hits all three alike.
 //!
-//! `sandbox_spawn REAPER [ROUNDS]`
+//! `sandbox_spawn REAPER [ROUNDS] [BALLAST_MB]`: with a ballast, this
+//! process first fills that much memory, as a Gantry holding indexes
+//! would: a fork (which the sandbox's pre-exec step needs, where an
+//! unconfined spawn does without) copies page tables in proportion.
 
 use std::time::{Duration, Instant};
 
@@ -17,6 +20,8 @@ fn main() {
         std::process::exit(2);
     };
     let rounds: usize = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(300);
+    let ballast_mb: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(0);
+    let ballast = vec![1u8; ballast_mb << 20];
     gantry_process::reaper::use_program(reaper);
     let workspace = tempfile::tempdir().unwrap();
     let roots = [workspace.path().to_path_buf()];
@@ -58,6 +63,10 @@ fn main() {
         values.sort();
         values[values.len() / 2].as_secs_f64() * 1e3
     };
+    std::hint::black_box(&ballast);
+    if ballast_mb > 0 {
+        println!("with {ballast_mb} MB of memory in use:");
+    }
     let base = median(&mut took[0]);
     for (side, (label, _)) in sides.iter().enumerate() {
         let ms = median(&mut took[side]);

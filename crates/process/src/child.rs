@@ -243,16 +243,25 @@ impl Command {
     /// reactor, and captures read on its tasks.
     pub fn spawn(&self) -> io::Result<Child> {
         let reaper = if self.direct { None } else { reaper::located() };
+        let confinement = match &self.sandbox {
+            Some(sandbox) => sandbox.confinement()?,
+            None => None,
+        };
         // The reaper gets the environment, directory and stdio, and hands
-        // them on to the command.
+        // them on to the command; it confines itself and the command in
+        // the sandbox's rules before it starts it.
         let (mut command, setup) = match reaper {
             Some(reaper) => {
-                let (command, setup) = reaper.command(&self.program, &self.args)?;
+                let (command, setup) =
+                    reaper.command(&self.program, &self.args, confinement.map(|c| &**c))?;
                 (command, Some(setup))
             }
             None => {
                 let mut command = std::process::Command::new(&self.program);
                 command.args(&self.args);
+                if let Some(prepared) = confinement {
+                    prepared.apply_on_exec(&mut command);
+                }
                 (command, None)
             }
         };
@@ -269,9 +278,6 @@ impl Command {
             });
         if let Some(dir) = &self.dir {
             command.current_dir(dir);
-        }
-        if let Some(sandbox) = &self.sandbox {
-            sandbox.confine(&mut command)?;
         }
         crate::pass::keep_open(&mut command, &self.passed);
         let out = match self.stdout {

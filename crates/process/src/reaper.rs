@@ -21,11 +21,15 @@
 //!   one killed by SIGINT. Its own exit code is the command's, or 128 plus
 //!   the signal.
 //!
+//! Handed a Landlock ruleset (`--landlock FD`) and a seccomp program
+//! (`--seccomp FD`, a memfd), it confines itself in them before it starts
+//! the command, which inherits them: see [`crate::sandbox`].
+//!
 //! It execs nothing but the command, which runs in a process group of its
 //! own with the reaper's stdin, stdout and stderr (the reaper keeps no copy
 //! of them, so a pipe's reader sees its end when the command's processes
 //! are done). It is invoked as `REAPER __reap [--parent PID] [--control
-//! FD] -- PROGRAM ARGS...`: the `gantry` binary serves it itself
+//! FD] [--landlock FD [--seccomp FD]] -- PROGRAM ARGS...`: the `gantry` binary serves it itself
 //! ([`run_if_invoked`], [`use_current_exe`]), so an installed Gantry needs
 //! no second binary; tests and library users have the `gantry-reap`
 //! binary of this crate, found beside the running executable (or one
@@ -36,7 +40,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -44,8 +48,9 @@ use std::process::ExitStatus;
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
+use crate::sandbox::{Prepared, read_filter, restrict};
 use rustix::event::{PollFd, PollFlags, poll};
-use rustix::io::{FdFlags, fcntl_setfd};
+use rustix::io::{FdFlags, fcntl_dupfd_cloexec, fcntl_setfd};
 use rustix::process::{
     Pid, PidfdFlags, Signal, WaitOptions, getppid, kill_process_group, pidfd_open,
     pidfd_send_signal, set_child_subreaper, set_parent_process_death_signal, wait,
@@ -187,11 +192,13 @@ pub(crate) fn spawning() -> RwLockReadGuard<'static, ()> {
 /// How long a reaper may take to start its command and say so.
 const HANDSHAKE: Duration = Duration::from_secs(10);
 
-/// A reaper about to be spawned: the std command that starts it, and the
-/// two ends of the control socket.
+/// A reaper about to be spawned: the std command that starts it, our end
+/// of the control socket, and the descriptors it is handed (its end of
+/// the socket, then the sandbox's ruleset and filter, if any), each a
+/// close-on-exec copy until the spawn.
 pub(crate) struct Setup {
     ours: UnixStream,
-    theirs: OwnedFd,
+    handed: Vec<OwnedFd>,
 }
 
 impl Reaper {
@@ -204,13 +211,14 @@ impl Reaper {
         }
     }
 
-    /// A command that starts this reaper running `program` with `args`;
-    /// the caller adds the environment, directory and stdio, then spawns it
-    /// with [`Setup::spawn`].
+    /// A command that starts this reaper running `program` with `args`,
+    /// confined in `confine` when given; the caller adds the environment,
+    /// directory and stdio, then spawns it with [`Setup::spawn`].
     pub(crate) fn command(
         &self,
         program: &OsStr,
         args: &[OsString],
+        confine: Option<&Prepared>,
     ) -> io::Result<(std::process::Command, Setup)> {
         let (ours, theirs) = UnixStream::pair()?;
         let theirs = OwnedFd::from(theirs);
@@ -223,16 +231,25 @@ impl Reaper {
             .arg("--parent")
             .arg(std::process::id().to_string())
             .arg("--control")
-            .arg(theirs.as_raw_fd().to_string())
-            .arg("--")
-            .arg(program)
-            .args(args);
-        Ok((command, Setup { ours, theirs }))
+            .arg(theirs.as_raw_fd().to_string());
+        let mut handed = vec![theirs];
+        if let Some(prepared) = confine {
+            let (ruleset, filter) = prepared.descriptors();
+            for (flag, fd) in std::iter::once(("--landlock", ruleset))
+                .chain(filter.map(|filter| ("--seccomp", filter)))
+            {
+                let copy = fcntl_dupfd_cloexec(fd, 3)?;
+                command.arg(flag).arg(copy.as_raw_fd().to_string());
+                handed.push(copy);
+            }
+        }
+        command.arg("--").arg(program).args(args);
+        Ok((command, Setup { ours, handed }))
     }
 }
 
 impl Setup {
-    /// Spawns the reaper with its end of the control socket, and waits
+    /// Spawns the reaper with the descriptors it is handed, and waits
     /// (bounded) for it to start the command: the command's pid, or the
     /// error that kept it from starting (a missing program is `NotFound`,
     /// as without a reaper).
@@ -240,13 +257,15 @@ impl Setup {
         self,
         command: &mut std::process::Command,
     ) -> io::Result<(std::process::Child, Control)> {
-        let Setup { ours, theirs } = self;
+        let Setup { ours, handed } = self;
         let spawned = {
             let _alone: RwLockWriteGuard<'_, ()> =
                 SPAWNING.write().unwrap_or_else(|e| e.into_inner());
-            fcntl_setfd(&theirs, FdFlags::empty())?;
+            for fd in &handed {
+                fcntl_setfd(fd, FdFlags::empty())?;
+            }
             let spawned = command.spawn();
-            drop(theirs);
+            drop(handed);
             spawned?
         };
         let mut spawned = spawned;
@@ -404,7 +423,8 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ! {
         Ok(options) => reap(options),
         Err(message) => {
             eprintln!(
-                "gantry-reap: {message}\nusage: gantry-reap [--parent PID] [--control FD] -- PROGRAM [ARGS...]"
+                "gantry-reap: {message}\nusage: gantry-reap [--parent PID] [--control FD] \
+                 [--landlock FD [--seccomp FD]] -- PROGRAM [ARGS...]"
             );
             125
         }
@@ -415,6 +435,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ! {
 struct Options {
     parent: Option<Pid>,
     control: Option<UnixStream>,
+    /// The sandbox's Landlock ruleset.
+    landlock: Option<OwnedFd>,
+    /// The sandbox's seccomp program, in a memfd.
+    seccomp: Option<OwnedFd>,
     program: OsString,
     args: Vec<OsString>,
 }
@@ -427,6 +451,8 @@ impl Options {
         }
         let mut parent = None;
         let mut control = None;
+        let mut landlock = None;
+        let mut seccomp = None;
         loop {
             let flag = args.next().ok_or("missing `-- PROGRAM`")?;
             let flag = flag.to_string_lossy();
@@ -450,13 +476,32 @@ impl Options {
                         .map_err(|e| format!("--control {value}: {e}"))?;
                     control = Some(socket);
                 }
+                "--landlock" | "--seccomp" => {
+                    if value < 3 {
+                        return Err(format!("{flag}: expected a descriptor above stderr"));
+                    }
+                    // SAFETY: Gantry handed this descriptor for the reaper
+                    // to own; nothing else in this process uses it.
+                    let fd = unsafe { OwnedFd::from_raw_fd(value) };
+                    fcntl_setfd(&fd, FdFlags::CLOEXEC)
+                        .map_err(|e| format!("{flag} {value}: {e}"))?;
+                    match &*flag {
+                        "--landlock" => landlock = Some(fd),
+                        _ => seccomp = Some(fd),
+                    }
+                }
                 other => return Err(format!("unknown option `{other}`")),
             }
         }
         let program = args.next().ok_or("missing the PROGRAM after `--`")?;
+        if seccomp.is_some() && landlock.is_none() {
+            return Err("--seccomp: only with --landlock".into());
+        }
         Ok(Options {
             parent,
             control,
+            landlock,
+            seccomp,
             program,
             args: args.collect(),
         })
@@ -480,6 +525,8 @@ fn reap(options: Options) -> i32 {
     let Options {
         parent,
         control,
+        landlock,
+        seccomp,
         program,
         args,
     } = options;
@@ -509,6 +556,21 @@ fn reap(options: Options) -> i32 {
         let _ = set_parent_process_death_signal(Some(PARENT_DIED));
         if getppid() != Some(parent) {
             return 125;
+        }
+    }
+    // Confined before the command starts, which inherits the confinement.
+    if let Some(ruleset) = landlock {
+        let confined = seccomp
+            .as_ref()
+            .map(read_filter)
+            .transpose()
+            .and_then(|filter| restrict(ruleset.as_fd(), filter.as_deref()));
+        if let Err(e) = confined {
+            say(&format!(
+                "error {}\n",
+                e.raw_os_error().unwrap_or(libc::EPERM)
+            ));
+            return 126;
         }
     }
     let command = match spawn_command(&program, &args) {
@@ -881,5 +943,7 @@ mod tests {
         assert!(parse(&["--"]).is_err());
         assert!(parse(&["--control", "1", "--", "x"]).is_err());
         assert!(parse(&["--bogus", "1", "--", "x"]).is_err());
+        assert!(parse(&["--landlock", "2", "--", "x"]).is_err());
+        assert!(parse(&["--seccomp", "1", "--", "x"]).is_err());
     }
 }

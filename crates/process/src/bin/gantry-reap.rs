@@ -1,6 +1,7 @@
-//! `gantry-reap [--parent PID] [--control FD] -- PROGRAM [ARGS...]`: runs
-//! a command so that every process it starts dies with it, on request, or
-//! with the process that started it. See `gantry_process::reaper`.
+//! `gantry-reap [--parent PID] [--control FD] [--landlock FD [--seccomp
+//! FD]] -- PROGRAM [ARGS...]`: runs a command so that every process it
+//! starts dies with it, on request, or with the process that started it,
+//! confined in the sandbox it is handed. See `gantry_process::reaper`.
 //!
 //! Without std's runtime set-up (`no_main`): it runs once per command,
 //! and the reaper needs none of it (it ignores no SIGPIPE, writing with

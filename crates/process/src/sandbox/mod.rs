@@ -16,14 +16,19 @@
 //! filter, every socket but Unix, TCP ones excepted (so UDP and raw
 //! sockets, which Landlock does not cover).
 //!
-//! The ruleset and the filter are built once per run, before any fork;
-//! between fork and exec only `prctl(PR_SET_NO_NEW_PRIVS)`,
-//! `landlock_restrict_self` and the seccomp load run, nothing allocating,
-//! so Gantry itself is never confined. The [reaper](crate::reaper) is
-//! confined with its command: it only reads `/proc`, opens `/dev/null` and
-//! signals its descendants, all of which the sandbox allows, and applying
-//! the rules in Gantry's own fork keeps them built once instead of passed
-//! to and rebuilt by every reaper.
+//! The ruleset and the filter are built once per run, in Gantry, and
+//! applied only in the child, so Gantry itself is never confined: under
+//! a [reaper](crate::reaper), the reaper is handed the ruleset and the
+//! filter as two descriptors and applies them to itself
+//! (`prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`, the seccomp
+//! load) before it starts the command, which inherits them; spawned
+//! directly, the child applies them between fork and exec, the same three
+//! system calls, nothing allocated. The reaper is confined with its
+//! command: it only reads `/proc`, opens `/dev/null` and signals its
+//! descendants, all of which the sandbox allows, and so Gantry spawns it
+//! with `posix_spawn` as before, never a fork (whose copy of Gantry's
+//! page tables costs milliseconds per command once Gantry holds a few
+//! hundred megabytes).
 //!
 //! A family applies the run's sandbox in one line where it builds a
 //! [`Command`](crate::Command):
@@ -56,7 +61,7 @@ use gantry_core::settings::{Level, Settings};
 use gantry_core::{Resource, Run, async_trait};
 use serde::Deserialize;
 
-use self::landlock::Prepared;
+pub(crate) use self::landlock::{Prepared, read_filter, restrict};
 
 /// The settings key of the sandbox.
 pub const SETTINGS_KEY: &str = "sandbox";
@@ -558,15 +563,12 @@ impl Sandbox {
         lines
     }
 
-    /// Readies `command` to confine the program it starts (between fork and
-    /// exec), or refuses it.
-    pub(crate) fn confine(&self, command: &mut std::process::Command) -> std::io::Result<()> {
+    /// The rules a spawn applies (`None`: unconfined), or the refusal
+    /// of the spawn, as its error.
+    pub(crate) fn confinement(&self) -> std::io::Result<Option<&Arc<Prepared>>> {
         match &self.inner.state {
-            State::Confined(prepared) => {
-                prepared.apply_on_exec(command);
-                Ok(())
-            }
-            State::Unconfined(_) => Ok(()),
+            State::Confined(prepared) => Ok(Some(prepared)),
+            State::Unconfined(_) => Ok(None),
             State::Refused(why) => Err(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
                 Refusal(why.clone()),
