@@ -26,7 +26,7 @@
 //!   DAP `seq`, failed all at once when the peer exits.
 //! - [`sandbox`]: what a command run for the model may do once it runs:
 //!   Landlock write rules and, without network, a seccomp filter, applied
-//!   between fork and exec.
+//!   in the child only (by its reaper, or between fork and exec).
 //! - [`program`]: whether a program can serve a file (a root marker above
 //!   it, a binary that resolves and runs) and, if not, why.
 //!
