@@ -473,3 +473,47 @@ async fn parameters_are_checked_with_their_names() {
         "{none}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crashed_adapter_is_reported_and_the_next_launch_starts_afresh() {
+    if !debugpy() {
+        return;
+    }
+    let (_dir, run) = project(&fixture("python"), json!({}));
+    let running = debug(
+        &run,
+        json!({"op": "launch", "program": "app.py", "args": ["--forever"], "wait_ms": 500}),
+    )
+    .await;
+    assert!(
+        running.contains("still running") || running.contains("stopped"),
+        "{running}"
+    );
+    let processes = session_processes(&run);
+    let adapter = *processes.iter().next().unwrap();
+    // SAFETY: kill(2) of the adapter this test's session started.
+    unsafe { libc::kill(adapter, libc::SIGKILL) };
+    let gone = common::within(Duration::from_secs(30), || {
+        processes.iter().all(|&p| !common::alive(p))
+    })
+    .await;
+    assert!(gone, "the adapter's processes die with it: {processes:?}");
+    let said = debug(&run, json!({"op": "continue", "wait_ms": 1000})).await;
+    assert!(
+        said.contains("ERROR") && said.contains("the debug adapter stopped"),
+        "{said}"
+    );
+    assert!(said.contains("`launch` to start a new session"), "{said}");
+    debug(
+        &run,
+        json!({"op": "breakpoints", "file": "app.py", "lines": [6]}),
+    )
+    .await;
+    let again = debug(
+        &run,
+        json!({"op": "launch", "program": "app.py", "wait_ms": WAIT}),
+    )
+    .await;
+    assert!(again.contains("at app.py:6 in compute"), "{again}");
+    run.shutdown().await;
+}
