@@ -34,6 +34,8 @@ const STOP_LOCALS_CAP: usize = 20;
 const VALUE_CAP: usize = 400;
 /// Characters of an `evaluate` result, which is how a cut value is read.
 const EVALUATE_CAP: usize = 8_000;
+/// How long a pause waits before it is asked again.
+const PAUSE_AGAIN: Duration = Duration::from_secs(2);
 /// Lines of output shown when the program ends or stops on an error.
 const OUTPUT_LINES: usize = 20;
 
@@ -459,17 +461,22 @@ impl Debug {
                 .map_err(|why| format!("{} cannot start here: {why}", adapter.name()))?;
             (Some(found.binary), found.root)
         };
+        let confinement = confinement(run, adapter).await?;
+        let confined = confinement.sandbox.confines();
         let (session, placed) = self
             .debugger
-            .start(
-                adapter,
-                binary,
-                root,
-                target,
-                None,
-                confinement(run, adapter).await?,
-            )
-            .await?;
+            .start(adapter, binary, root, target, None, confinement)
+            .await
+            .map_err(|error| match p.pid {
+                // Landlock lets a confined tracer trace only processes
+                // confined beneath it.
+                Some(pid) if confined => format!(
+                    "{error}\nthe adapter runs in the sandbox, which forbids tracing process {pid} \
+                     (started outside it); launch the program with `launch` instead, or set \
+                     `sandbox.mode: off` in ~/.gantry/settings.json to attach to outside processes"
+                ),
+                _ => error,
+            })?;
         let mut text = format!(
             "attached to {} under {}",
             match (p.port, p.pid) {
@@ -536,11 +543,22 @@ impl Debug {
             Some(thread) => thread,
             None => first_thread(&session).await?,
         };
-        session
-            .request("pause", json!({"threadId": thread}))
-            .await
-            .map_err(|e| e.to_string())?;
-        let outcome = match session.wait_for_stop(after, wait).await {
+        // A pause that lands while the adapter is still resuming the
+        // program (right after an attach) is lost: ask again every
+        // PAUSE_AGAIN until it stops or the wait ends.
+        let deadline = tokio::time::Instant::now() + wait;
+        let outcome = loop {
+            session
+                .request("pause", json!({"threadId": thread}))
+                .await
+                .map_err(|e| e.to_string())?;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match session.wait_for_stop(after, left.min(PAUSE_AGAIN)).await {
+                Outcome::StillRunning if left > PAUSE_AGAIN => continue,
+                outcome => break outcome,
+            }
+        };
+        let outcome = match outcome {
             // lldb-dap reports the SIGSTOP it pauses with as an exception.
             Outcome::Stopped(stop) if is_pause_signal(&stop) => Outcome::Stopped(Stop {
                 reason: "pause".into(),
@@ -797,6 +815,15 @@ impl Debug {
                 return lines.join("\n");
             }
         };
+        // Under lldb a Rust panic stops at the `rust_panic` breakpoint
+        // set at launch, after the panic printed its message.
+        if str_of(&frame, "name").ends_with("rust_panic") {
+            lines[0] = lines[0].replacen(&stop.reason, "panic (Rust)", 1);
+            lines.push(format!(
+                "the end of its output:\n{}\n`stack` shows where it panicked",
+                last_lines(&session.output().0, 5)
+            ));
+        }
         lines.push(format!(
             "at {} in {} (frame {})",
             place_of(&frame, run),

@@ -151,3 +151,107 @@ async fn lldb_still_running_pause_and_blank_line_breakpoint() {
         .collect();
     assert!(left.is_empty(), "processes left after terminate: {left:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lldb_stops_a_rust_panic_with_its_message() {
+    if !lldb() || !common::need("rustc", common::on_path("rustc").is_some()) {
+        return;
+    }
+    let (dir, run) = project(&fixture("rust"), json!({}));
+    std::fs::create_dir_all(dir.path().join("build")).unwrap();
+    let built = std::process::Command::new("rustc")
+        .args(["-g", "--edition", "2021", "-o", "build/app", "src/main.rs"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(built.success(), "rustc failed");
+    let stop = debug(
+        &run,
+        json!({"op": "launch", "program": "build/app", "args": ["forty-two"], "wait_ms": WAIT}),
+    )
+    .await;
+    assert!(stop.contains("stopped: panic (Rust)"), "{stop}");
+    assert!(stop.contains("panicked at src/main.rs:4"), "{stop}");
+    assert!(stop.contains("bad input: forty-two"), "{stop}");
+    let stack = debug(&run, json!({"op": "stack"})).await;
+    assert!(
+        stack.contains("main.rs:4"),
+        "the panicking line is on the stack: {stack}"
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lldb_attaches_to_a_process_by_pid_and_detaches() {
+    if !lldb() {
+        return;
+    }
+    let (dir, run) = common::project_with(
+        &fixture("c"),
+        json!({}),
+        json!({"sandbox": {"mode": "off"}}),
+    );
+    build(dir.path());
+    let program = gantry_process::Command::new(dir.path().join("build/app"))
+        .arg("--forever")
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    let attached = debug(&run, json!({"op": "attach", "pid": program.pid()})).await;
+    assert!(
+        attached.starts_with(&format!("attached to process {} under lldb", program.pid())),
+        "{attached}"
+    );
+    let paused = if attached.contains("stopped") {
+        debug(&run, json!({"op": "continue", "wait_ms": 300})).await;
+        debug(&run, json!({"op": "pause", "wait_ms": WAIT})).await
+    } else {
+        debug(&run, json!({"op": "pause", "wait_ms": WAIT})).await
+    };
+    assert!(paused.contains("stopped: pause"), "{paused}");
+    let beats = debug(&run, json!({"op": "stack"})).await;
+    assert!(beats.contains("main at main.c:"), "{beats}");
+    debug(&run, json!({"op": "terminate"})).await;
+    assert!(
+        common::alive(program.pid() as i32),
+        "a process attached to, not started, keeps running"
+    );
+    drop(program);
+    run.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lldb_attach_by_pid_under_the_sandbox_says_why_it_cannot() {
+    if !lldb() {
+        return;
+    }
+    let (dir, run) = common::project_with(
+        &fixture("c"),
+        json!({}),
+        json!({"sandbox": {"mode": "workspace-write"}}),
+    );
+    if !gantry_process::sandbox::Sandbox::of(&run).await.confines() {
+        // Only where Landlock confines (GANTRY_SKIP_SANDBOX covers kernels without it).
+        assert!(
+            gantry_core::testing::skip_requested(
+                "GANTRY_SKIP_SANDBOX",
+                "the attach-under-sandbox test, which needs Landlock"
+            ),
+            "Landlock does not confine here; set GANTRY_SKIP_SANDBOX=1 to skip"
+        );
+        return;
+    }
+    build(dir.path());
+    let program = gantry_process::Command::new(dir.path().join("build/app"))
+        .arg("--forever")
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    let refused = debug(&run, json!({"op": "attach", "pid": program.pid()})).await;
+    assert!(
+        refused.contains("ERROR") && refused.contains("forbids tracing process"),
+        "{refused}"
+    );
+    assert!(refused.contains("sandbox.mode: off"), "{refused}");
+    drop(program);
+}

@@ -85,12 +85,25 @@ pub fn fixture(name: &str) -> Vec<(String, Vec<u8>)> {
 /// A temp project holding `files` and a run with the family wired, with
 /// the `debug` settings section `debug`.
 pub fn project(files: &[(String, Vec<u8>)], debug: Value) -> (tempfile::TempDir, Run) {
+    project_with(files, debug, json!({}))
+}
+
+/// [`project`] with more user-level settings (`sandbox`, say).
+pub fn project_with(
+    files: &[(String, Vec<u8>)],
+    debug: Value,
+    more: Value,
+) -> (tempfile::TempDir, Run) {
     let files: Vec<(&str, &[u8])> = files
         .iter()
         .map(|(p, c)| (p.as_str(), c.as_slice()))
         .collect();
     let dir = gantry_core::testing::workspace_with(&files);
-    let settings = Settings::from_value(json!({ "debug": debug })).unwrap();
+    let mut settings = json!({ "debug": debug });
+    if let (Some(all), Some(more)) = (settings.as_object_mut(), more.as_object()) {
+        all.extend(more.clone());
+    }
+    let settings = Settings::from_value(settings).unwrap();
     let builder = Run::builder(Workspace::new(dir.path()).unwrap()).settings(settings);
     (dir, gantry_dap::register(builder).build())
 }
