@@ -191,13 +191,16 @@ fn no_mcp_client(error: &anyhow::Error) -> bool {
 }
 
 fn init_logging(cli: &Cli) -> anyhow::Result<()> {
+    // Levels as values, not strings: a front end names no tool, and
+    // "debug" is one.
+    use tracing_subscriber::filter::LevelFilter;
     let level = match cli.verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
+        0 => LevelFilter::WARN,
+        1 => LevelFilter::INFO,
+        _ => LevelFilter::DEBUG,
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::default().add_directive(level.into()));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match &cli.log_file {
         Some(path) => {
