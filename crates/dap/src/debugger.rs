@@ -33,6 +33,8 @@ pub struct Debugger {
     notices: Notices,
     breakpoints: Mutex<BTreeMap<PathBuf, Vec<u32>>>,
     session: Mutex<Option<Arc<Session>>>,
+    /// The last session that ended, for its output and how it ended.
+    previous: Mutex<Option<Arc<Session>>>,
 }
 
 impl Debugger {
@@ -45,6 +47,7 @@ impl Debugger {
             notices,
             breakpoints: Mutex::default(),
             session: Mutex::default(),
+            previous: Mutex::default(),
         }
     }
 
@@ -53,29 +56,42 @@ impl Debugger {
         &self.root
     }
 
-    /// The session, while one is live; an ended one is let go and its
-    /// end returned instead, so the next `launch` starts afresh.
-    pub fn live(&self) -> Result<Arc<Session>, String> {
-        let mut slot = lock(&self.session);
-        match slot.as_ref() {
-            None => Err("no debug session: `launch` a program (or `attach`) first".into()),
-            Some(session) if session.is_over() => {
-                let why = session.why_over();
-                *slot = None;
-                Err(format!("{why}; `launch` to start a new session"))
-            }
-            Some(session) => Ok(session.clone()),
-        }
+    /// The session, while one is live. One that is over (its program
+    /// exited, its adapter died, its time ran out) is ended, its adapter
+    /// killed, and let go, and why it ended is returned instead, so the
+    /// next `launch` starts afresh; `output` and `status` still show it.
+    pub async fn live(&self) -> Result<Arc<Session>, String> {
+        let over = match lock(&self.session).as_ref() {
+            None => return Err("no debug session: `launch` a program (or `attach`) first".into()),
+            Some(session) if session.is_over() || session.state().is_over() => session.clone(),
+            Some(session) => return Ok(session.clone()),
+        };
+        let why = over.why_over();
+        self.let_go(&over);
+        over.end(why.clone()).await;
+        Err(format!("{why}; `launch` to start a new session"))
     }
 
-    /// The session, live or just over (for `status` and `output`).
+    /// The session, live or the last one (for `status` and `output`).
     pub fn current(&self) -> Option<Arc<Session>> {
-        lock(&self.session).clone()
+        lock(&self.session)
+            .clone()
+            .or_else(|| lock(&self.previous).clone())
+    }
+
+    /// Moves `session` out of the live slot, keeping it as the last one.
+    fn let_go(&self, session: &Arc<Session>) {
+        let mut slot = lock(&self.session);
+        if slot.as_ref().is_some_and(|live| Arc::ptr_eq(live, session)) {
+            *slot = None;
+        }
+        *lock(&self.previous) = Some(session.clone());
     }
 
     /// Ends the session, if any, and lets it go.
     pub async fn end(&self, why: &str) -> Option<Arc<Session>> {
-        let session = lock(&self.session).take()?;
+        let session = lock(&self.session).clone()?;
+        self.let_go(&session);
         session.end(why.to_string()).await;
         Some(session)
     }
@@ -111,7 +127,7 @@ impl Debugger {
         python: Option<PathBuf>,
         confinement: Confinement,
     ) -> Result<(Arc<Session>, Vec<(PathBuf, Vec<Placed>)>), String> {
-        if let Ok(live) = self.live() {
+        if let Ok(live) = self.live().await {
             return Err(format!(
                 "a debug session is already live ({}, {}); `terminate` it first, or keep using it",
                 live.adapter.name(),
@@ -187,6 +203,7 @@ impl Resource for Debugger {
         if let Some(session) = lock(&self.session).take() {
             session.kill_now();
         }
+        lock(&self.previous).take();
     }
 
     fn status(&self) -> String {

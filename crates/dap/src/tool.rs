@@ -361,7 +361,7 @@ impl Debug {
         let lines = p.lines.clone().unwrap_or_default();
         self.debugger.remember(&file, &lines);
         let shown = run.workspace().display(&file);
-        let Ok(session) = self.debugger.live() else {
+        let Ok(session) = self.debugger.live().await else {
             return Ok(if lines.is_empty() {
                 format!("cleared the breakpoints of {shown}")
             } else {
@@ -508,7 +508,7 @@ impl Debug {
         command: &str,
         wait: Duration,
     ) -> Result<String, String> {
-        let session = self.debugger.live()?;
+        let session = self.debugger.live().await?;
         let after = session.stops();
         match session.state() {
             State::Stopped(stop) => {
@@ -531,7 +531,7 @@ impl Debug {
     }
 
     async fn pause(&self, p: &DebugParams, run: &Run, wait: Duration) -> Result<String, String> {
-        let session = self.debugger.live()?;
+        let session = self.debugger.live().await?;
         if let State::Stopped(stop) = session.state() {
             return Ok(format!(
                 "already stopped\n{}",
@@ -572,7 +572,7 @@ impl Debug {
     }
 
     async fn threads(&self) -> Result<String, String> {
-        let session = self.debugger.live()?;
+        let session = self.debugger.live().await?;
         let body = session
             .request("threads", json!({}))
             .await
@@ -589,7 +589,7 @@ impl Debug {
     }
 
     async fn stack(&self, p: &DebugParams, run: &Run) -> Result<String, String> {
-        let session = self.debugger.live()?;
+        let session = self.debugger.live().await?;
         let stop = stopped(&session, "stack")?;
         let thread = match p.thread_id.or(stop.thread_id) {
             Some(thread) => thread,
@@ -634,7 +634,7 @@ impl Debug {
     }
 
     async fn scopes(&self, p: &DebugParams) -> Result<String, String> {
-        let session = self.debugger.live()?;
+        let session = self.debugger.live().await?;
         let stop = stopped(&session, "scopes")?;
         let frame = match p.frame_id {
             Some(frame) => frame,
@@ -671,7 +671,7 @@ impl Debug {
     }
 
     async fn variables(&self, p: &DebugParams) -> Result<String, String> {
-        let session = self.debugger.live()?;
+        let session = self.debugger.live().await?;
         stopped(&session, "variables")?;
         let reference = p.reference.unwrap_or_default();
         let offset = p.offset.unwrap_or(0) as usize;
@@ -690,7 +690,7 @@ impl Debug {
     }
 
     async fn evaluate(&self, p: &DebugParams) -> Result<String, String> {
-        let session = self.debugger.live()?;
+        let session = self.debugger.live().await?;
         let stop = stopped(&session, "evaluate")?;
         let frame = match p.frame_id {
             Some(frame) => frame,

@@ -203,7 +203,10 @@ async fn a_program_that_never_stops_is_still_running_then_paused_and_terminated(
         .collect();
     assert!(left.is_empty(), "processes left after terminate: {left:?}");
     let status = debug(&run, json!({"op": "status"})).await;
-    assert!(status.contains("no debug session"), "{status}");
+    assert!(
+        status.contains("no live session: the debug session ended: ended by `terminate`"),
+        "{status}"
+    );
     run.shutdown().await;
 }
 
@@ -279,6 +282,15 @@ async fn breakpoints_report_what_the_adapter_says() {
     assert!(status.contains("no breakpoints"), "{status}");
     let end = debug(&run, json!({"op": "continue", "wait_ms": WAIT})).await;
     assert!(end.contains("exited with code 0"), "{end}");
+    // A session whose program exited is over: the next launch starts afresh.
+    let again = debug(
+        &run,
+        json!({"op": "launch", "program": "app.py", "wait_ms": WAIT}),
+    )
+    .await;
+    assert!(again.contains("exited with code 0"), "{again}");
+    let output = debug(&run, json!({"op": "output"})).await;
+    assert!(output.contains("result=43"), "{output}");
     run.shutdown().await;
 }
 
