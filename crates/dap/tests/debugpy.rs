@@ -131,7 +131,17 @@ async fn an_uncaught_exception_stops_with_its_message() {
     assert!(stop.contains("stopped: exception"), "{stop}");
     assert!(stop.contains("bad input: 42"), "{stop}");
     assert!(stop.contains("app.py:16"), "{stop}");
+    // The session is the run's: ending the run ends every process of it.
+    let processes = session_processes(&run);
     run.shutdown().await;
+    let left: Vec<i32> = processes
+        .into_iter()
+        .filter(|&pid| common::alive(pid))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "processes left after the run ended: {left:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
