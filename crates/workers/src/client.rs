@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use reqwest::Client;
 use rustls_platform_verifier::BuilderVerifierExt;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::settings::Endpoint;
@@ -127,18 +127,24 @@ impl ChatClient {
     /// Asks the model for its next turn of `messages`, offering `tools`
     /// (function declarations).
     pub async fn complete(&self, messages: &[Value], tools: &[Value]) -> Result<Reply, String> {
-        let mut body = json!({"model": self.model, "messages": messages, "stream": self.stream});
-        if !tools.is_empty() {
-            body["tools"] = Value::Array(tools.to_vec());
-        }
-        if self.stream {
-            body["stream_options"] = json!({"include_usage": true});
-        }
+        let body = Request {
+            model: &self.model,
+            messages,
+            tools: (!tools.is_empty()).then_some(tools),
+            stream: self.stream,
+            stream_options: self.stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
+        };
+        // Serialised from borrows: the conversation grows every turn and
+        // is never copied to be sent.
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| format!("cannot encode the model request: {e}"))?;
         let mut request = self
             .http
             .post(&self.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string());
+            .body(body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
@@ -173,6 +179,24 @@ impl ChatClient {
             parse_whole(&body)
         }
     }
+}
+
+/// One chat-completions request, as sent.
+#[derive(Serialize)]
+struct Request<'a> {
+    model: &'a str,
+    messages: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a [Value]>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+/// Asks a streamed answer to end with the turn's usage.
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 /// The HTTP client every worker shares, built once per process (loading
