@@ -150,8 +150,10 @@ impl Tool for Shell {
             Tier::Exec,
             "Run a bash command in the workspace and get its combined stdout/stderr and exit \
              code. Long output keeps its head and tail. Use is_background for servers and \
-             watchers, then poll with handle (kill: true stops it). Prefer the dedicated tools \
-             for reading, searching and editing files.",
+             watchers, then poll with handle (kill: true stops it). Commands run in a sandbox \
+             (by default they may write only in the workspace, the temp directory and build \
+             caches); a result says what the sandbox refused and how to proceed. Prefer the \
+             dedicated tools for reading, searching and editing files.",
         )
     }
 
