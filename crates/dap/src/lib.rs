@@ -34,6 +34,7 @@ pub mod debugger;
 pub mod session;
 mod tool;
 pub mod transport;
+pub mod types;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -28,6 +28,7 @@ use tokio::time::Instant;
 
 use crate::adapters::{Adapter, Target, Wire, request_arguments};
 use crate::transport::{DapError, Event, Response, Transport};
+use crate::types::Stopped;
 
 /// How long one ordinary request may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -309,6 +310,20 @@ impl Session {
         self.transport
             .request(command, arguments, REQUEST_TIMEOUT)
             .await
+    }
+
+    /// Sends a request and reads its answer's body as `T`.
+    pub async fn ask<T: serde::de::DeserializeOwned>(
+        &self,
+        command: &str,
+        arguments: Value,
+    ) -> Result<T, String> {
+        let body = self
+            .request(command, arguments)
+            .await
+            .map_err(|e| e.to_string())?;
+        serde_json::from_value(body)
+            .map_err(|e| format!("the debug adapter's answer to `{command}` is malformed: {e}"))
     }
 
     /// Whether the adapter declared capability `name`.
@@ -627,11 +642,14 @@ fn observe(
         match event.event.as_str() {
             "initialized" => status.send_modify(|s| s.initialized = true),
             "stopped" => {
+                let stopped: Stopped = serde_json::from_value(body.clone()).unwrap_or_default();
                 let stop = Stop {
-                    reason: text("reason").unwrap_or_else(|| "unknown".into()),
-                    thread_id: body.get("threadId").and_then(Value::as_i64),
-                    description: text("description"),
-                    text: text("text"),
+                    reason: Some(stopped.reason)
+                        .filter(|r| !r.is_empty())
+                        .unwrap_or_else(|| "unknown".into()),
+                    thread_id: stopped.thread_id,
+                    description: stopped.description,
+                    text: stopped.text,
                 };
                 status.send_modify(|s| {
                     s.state = State::Stopped(stop);

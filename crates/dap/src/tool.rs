@@ -4,7 +4,7 @@
 //! with its reason, thread, `file:line`, the source line and the top
 //! frame's locals; every list is capped and says how to see the rest.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,11 +12,14 @@ use gantry_core::workspace::read_regular;
 use gantry_core::{Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, async_trait};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::adapters::{Adapter, Entry, Target};
 use crate::debugger::{Debugger, describe_state, locate, project_python};
 use crate::session::{Confinement, Outcome, Placed, Session, State, Stop};
+use crate::types::{
+    Evaluated, ExceptionInfo, Scopes, StackFrame, StackTrace, Threads, Variable, Variables,
+};
 use gantry_process::sandbox::Sandbox;
 use gantry_process::{EnvPolicy, EnvPolicySettings};
 
@@ -573,17 +576,13 @@ impl Debug {
 
     async fn threads(&self) -> Result<String, String> {
         let session = self.debugger.live().await?;
-        let body = session
-            .request("threads", json!({}))
-            .await
-            .map_err(|e| e.to_string())?;
-        let threads = array(&body, "threads");
+        let Threads { threads } = session.ask("threads", json!({})).await?;
         if threads.is_empty() {
             return Ok("no threads".into());
         }
         Ok(threads
             .iter()
-            .map(|t| format!("thread {}: {}", t["id"], str_of(t, "name")))
+            .map(|t| format!("thread {}: {}", t.id, t.name))
             .collect::<Vec<_>>()
             .join("\n"))
     }
@@ -596,31 +595,26 @@ impl Debug {
             None => first_thread(&session).await?,
         };
         let offset = p.offset.unwrap_or(0) as usize;
-        let body = session
-            .request(
+        let trace: StackTrace = session
+            .ask(
                 "stackTrace",
                 json!({"threadId": thread, "startFrame": offset, "levels": STACK_CAP}),
             )
-            .await
-            .map_err(|e| e.to_string())?;
-        let frames = array(&body, "stackFrames");
+            .await?;
+        let frames = &trace.stack_frames;
         let mut lines = vec![format!(
             "thread {thread}, frame ids for `scopes` and `evaluate`:"
         )];
         for frame in frames.iter().take(STACK_CAP) {
             lines.push(format!(
                 "  frame {}: {} at {}",
-                frame["id"],
-                str_of(frame, "name"),
+                frame.id,
+                frame.name,
                 place_of(frame, run)
             ));
         }
         let shown = offset + frames.len().min(STACK_CAP);
-        let total = body
-            .get("totalFrames")
-            .and_then(Value::as_u64)
-            .map(|t| t as usize);
-        match total {
+        match trace.total_frames.map(|t| t as usize) {
             Some(total) if total > shown => lines.push(format!(
                 "{} more frame(s) not shown: `stack` with offset {shown} for the next {STACK_CAP}",
                 total - shown
@@ -638,15 +632,9 @@ impl Debug {
         let stop = stopped(&session, "scopes")?;
         let frame = match p.frame_id {
             Some(frame) => frame,
-            None => top_frame(&session, &stop).await?["id"]
-                .as_i64()
-                .ok_or("the adapter gave a frame without an id")?,
+            None => top_frame(&session, &stop).await?.id,
         };
-        let body = session
-            .request("scopes", json!({"frameId": frame}))
-            .await
-            .map_err(|e| e.to_string())?;
-        let scopes = array(&body, "scopes");
+        let Scopes { scopes } = session.ask("scopes", json!({"frameId": frame})).await?;
         if scopes.is_empty() {
             return Ok(format!("frame {frame} has no scopes"));
         }
@@ -654,15 +642,11 @@ impl Debug {
             "scopes of frame {frame} (`variables` with the reference):"
         )];
         for scope in scopes {
-            let mut line = format!(
-                "  {}: reference {}",
-                str_of(scope, "name"),
-                scope["variablesReference"]
-            );
-            if let Some(count) = scope.get("namedVariables").and_then(Value::as_u64) {
+            let mut line = format!("  {}: reference {}", scope.name, scope.variables_reference);
+            if let Some(count) = scope.named_variables {
                 line.push_str(&format!(", {count} variables"));
             }
-            if scope.get("expensive").and_then(Value::as_bool) == Some(true) {
+            if scope.expensive {
                 line.push_str(" (expensive)");
             }
             lines.push(line);
@@ -675,13 +659,11 @@ impl Debug {
         stopped(&session, "variables")?;
         let reference = p.reference.unwrap_or_default();
         let offset = p.offset.unwrap_or(0) as usize;
-        let body = session
-            .request("variables", json!({"variablesReference": reference}))
-            .await
-            .map_err(|e| e.to_string())?;
-        let variables = array(&body, "variables");
+        let Variables { variables } = session
+            .ask("variables", json!({"variablesReference": reference}))
+            .await?;
         Ok(render_variables(
-            variables,
+            &variables,
             reference,
             offset,
             VARIABLES_CAP,
@@ -694,36 +676,24 @@ impl Debug {
         let stop = stopped(&session, "evaluate")?;
         let frame = match p.frame_id {
             Some(frame) => frame,
-            None => top_frame(&session, &stop).await?["id"]
-                .as_i64()
-                .ok_or("the adapter gave a frame without an id")?,
+            None => top_frame(&session, &stop).await?.id,
         };
         let expression = p.expression.as_deref().unwrap_or_default();
-        let body = session
-            .request(
+        let context = session.adapter.evaluate_context();
+        let value: Evaluated = session
+            .ask(
                 "evaluate",
-                json!({"expression": expression, "frameId": frame, "context": session.adapter.evaluate_context()}),
+                json!({"expression": expression, "frameId": frame, "context": context}),
             )
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut text = format!(
-            "{expression} = {}",
-            cut(&str_of(&body, "result"), EVALUATE_CAP)
-        );
-        if let Some(kind) = body
-            .get("type")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+            .await?;
+        let mut text = format!("{expression} = {}", cut(&value.result, EVALUATE_CAP));
+        if let Some(kind) = value.kind.filter(|k| !k.is_empty()) {
             text.push_str(&format!(" ({kind})"));
         }
-        if let Some(reference) = body
-            .get("variablesReference")
-            .and_then(Value::as_i64)
-            .filter(|&r| r > 0)
-        {
+        if value.variables_reference > 0 {
             text.push_str(&format!(
-                " [reference {reference}: `variables` lists its children]"
+                " [reference {}: `variables` lists its children]",
+                value.variables_reference
             ));
         }
         Ok(text)
@@ -790,14 +760,14 @@ impl Debug {
             && session.capability("supportsExceptionInfoRequest")
             && let Some(thread) = stop.thread_id
             && let Ok(info) = session
-                .request("exceptionInfo", json!({"threadId": thread}))
+                .ask::<ExceptionInfo>("exceptionInfo", json!({"threadId": thread}))
                 .await
         {
-            let id = str_of(&info, "exceptionId");
-            let description = str_of(&info, "description");
+            let description = info.description.unwrap_or_default();
             if !said.iter().any(|s| s.contains(description.as_str())) {
                 lines.push(format!(
-                    "  exception {id}: {}",
+                    "  exception {}: {}",
+                    info.exception_id,
                     cut(&description, VALUE_CAP)
                 ));
             }
@@ -817,7 +787,7 @@ impl Debug {
         };
         // Under lldb a Rust panic stops at the `rust_panic` breakpoint
         // set at launch, after the panic printed its message.
-        if str_of(&frame, "name").ends_with("rust_panic") {
+        if frame.name.ends_with("rust_panic") {
             lines[0] = lines[0].replacen(&stop.reason, "panic (Rust)", 1);
             lines.push(format!(
                 "the end of its output:\n{}\n`stack` shows where it panicked",
@@ -827,11 +797,11 @@ impl Debug {
         lines.push(format!(
             "at {} in {} (frame {})",
             place_of(&frame, run),
-            str_of(&frame, "name"),
-            frame["id"]
+            frame.name,
+            frame.id
         ));
         if let Some(source) = source_line(&frame) {
-            lines.push(format!("  {} | {source}", frame["line"]));
+            lines.push(format!("  {} | {source}", frame.line));
         }
         if let Some(locals) = self.locals(session, &frame).await {
             lines.push(locals);
@@ -839,26 +809,23 @@ impl Debug {
         lines.join("\n")
     }
 
-    async fn locals(&self, session: &Session, frame: &Value) -> Option<String> {
-        let scopes = session
-            .request("scopes", json!({"frameId": frame.get("id")?}))
+    async fn locals(&self, session: &Session, frame: &StackFrame) -> Option<String> {
+        let Scopes { scopes } = session
+            .ask("scopes", json!({"frameId": frame.id}))
             .await
             .ok()?;
-        let scope = array(&scopes, "scopes")
-            .iter()
-            .find(|s| s.get("expensive").and_then(Value::as_bool) != Some(true))?
-            .clone();
-        let reference = scope.get("variablesReference")?.as_i64()?;
-        let body = session
-            .request("variables", json!({"variablesReference": reference}))
+        let scope = scopes.into_iter().find(|s| !s.expensive)?;
+        let reference = scope.variables_reference;
+        let Variables { variables } = session
+            .ask("variables", json!({"variablesReference": reference}))
             .await
             .ok()?;
         Some(render_variables(
-            array(&body, "variables"),
+            &variables,
             reference,
             0,
             STOP_LOCALS_CAP,
-            &format!("{} (reference {reference})", str_of(&scope, "name")),
+            &format!("{} (reference {reference})", scope.name),
         ))
     }
 }
@@ -937,64 +904,37 @@ fn not_stopped(state: &State, op: &str) -> String {
 }
 
 async fn first_thread(session: &Session) -> Result<i64, String> {
-    let body = session
-        .request("threads", json!({}))
-        .await
-        .map_err(|e| e.to_string())?;
-    array(&body, "threads")
+    let Threads { threads } = session.ask("threads", json!({})).await?;
+    threads
         .first()
-        .and_then(|t| t.get("id"))
-        .and_then(Value::as_i64)
+        .map(|t| t.id)
         .ok_or_else(|| "the program has no threads".into())
 }
 
-async fn top_frame(session: &Session, stop: &Stop) -> Result<Value, String> {
+async fn top_frame(session: &Session, stop: &Stop) -> Result<StackFrame, String> {
     let thread = match stop.thread_id {
         Some(thread) => thread,
         None => first_thread(session).await?,
     };
-    let body = session
-        .request(
+    let trace: StackTrace = session
+        .ask(
             "stackTrace",
             json!({"threadId": thread, "startFrame": 0, "levels": 1}),
         )
-        .await
-        .map_err(|e| e.to_string())?;
-    array(&body, "stackFrames")
-        .first()
-        .cloned()
+        .await?;
+    trace
+        .stack_frames
+        .into_iter()
+        .next()
         .ok_or_else(|| format!("thread {thread} has no frames"))
 }
 
-fn array<'a>(body: &'a Value, key: &str) -> &'a [Value] {
-    body.get(key)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-}
-
-fn str_of(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn frame_path(frame: &Value) -> Option<PathBuf> {
-    frame
-        .pointer("/source/path")
-        .and_then(Value::as_str)
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-}
-
 /// `file:line` of a frame, workspace-relative when inside it.
-fn place_of(frame: &Value, run: &Run) -> String {
-    let line = frame.get("line").and_then(Value::as_u64).unwrap_or(0);
-    match frame_path(frame) {
-        Some(path) => format!("{}:{line}", run.workspace().display(&path)),
-        None => match frame.pointer("/source/name").and_then(Value::as_str) {
+fn place_of(frame: &StackFrame, run: &Run) -> String {
+    let line = frame.line;
+    match frame.path() {
+        Some(path) => format!("{}:{line}", run.workspace().display(Path::new(path))),
+        None => match frame.source.as_ref().and_then(|s| s.name.as_deref()) {
             Some(name) => format!("{name}:{line} (no source file)"),
             None => "an unknown place (no source)".into(),
         },
@@ -1003,12 +943,10 @@ fn place_of(frame: &Value, run: &Run) -> String {
 
 /// The text of the frame's line, read without blocking (the file may be a
 /// library's, outside the workspace).
-fn source_line(frame: &Value) -> Option<String> {
-    let path = frame_path(frame)?;
-    let line = frame.get("line").and_then(Value::as_u64)? as usize;
-    let bytes = read_regular(Path::new(&path)).ok()?;
+fn source_line(frame: &StackFrame) -> Option<String> {
+    let bytes = read_regular(Path::new(frame.path()?)).ok()?;
     let text = String::from_utf8_lossy(&bytes);
-    let source = text.lines().nth(line.checked_sub(1)?)?;
+    let source = text.lines().nth((frame.line as usize).checked_sub(1)?)?;
     Some(cut(source.trim_end(), VALUE_CAP))
 }
 
@@ -1033,7 +971,7 @@ fn render_placed(file: &str, placed: &[Placed]) -> String {
 }
 
 fn render_variables(
-    variables: &[Value],
+    variables: &[Variable],
     reference: i64,
     offset: usize,
     cap: usize,
@@ -1042,7 +980,7 @@ fn render_variables(
     if variables.is_empty() {
         return format!("{title}: none");
     }
-    let shown: Vec<&Value> = variables.iter().skip(offset).take(cap).collect();
+    let shown: Vec<&Variable> = variables.iter().skip(offset).take(cap).collect();
     let mut lines = vec![format!(
         "{title}, {}–{} of {}:",
         (offset + 1).min(variables.len()),
@@ -1050,24 +988,12 @@ fn render_variables(
         variables.len()
     )];
     for variable in &shown {
-        let mut line = format!(
-            "  {} = {}",
-            str_of(variable, "name"),
-            cut(&str_of(variable, "value"), VALUE_CAP)
-        );
-        if let Some(kind) = variable
-            .get("type")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+        let mut line = format!("  {} = {}", variable.name, cut(&variable.value, VALUE_CAP));
+        if let Some(kind) = variable.kind.as_deref().filter(|k| !k.is_empty()) {
             line.push_str(&format!(" ({kind})"));
         }
-        if let Some(child) = variable
-            .get("variablesReference")
-            .and_then(Value::as_i64)
-            .filter(|&r| r > 0)
-        {
-            line.push_str(&format!(" [reference {child}]"));
+        if variable.variables_reference > 0 {
+            line.push_str(&format!(" [reference {}]", variable.variables_reference));
         }
         lines.push(line);
     }
@@ -1121,8 +1047,12 @@ mod tests {
 
     #[test]
     fn variables_past_the_cap_say_how_to_get_them() {
-        let variables: Vec<Value> = (0..60)
-            .map(|i| json!({"name": format!("v{i}"), "value": i.to_string(), "variablesReference": 0}))
+        let variables: Vec<Variable> = (0..60)
+            .map(|i| Variable {
+                name: format!("v{i}"),
+                value: i.to_string(),
+                ..Variable::default()
+            })
             .collect();
         let first = render_variables(&variables, 7, 0, VARIABLES_CAP, "Locals");
         assert!(first.contains("1–50 of 60"), "{first}");
