@@ -28,7 +28,6 @@ pub struct DebugSettings {
 
 /// The run's debugger.
 pub struct Debugger {
-    root: PathBuf,
     ttl: Duration,
     notices: Notices,
     breakpoints: Mutex<BTreeMap<PathBuf, Vec<u32>>>,
@@ -38,22 +37,16 @@ pub struct Debugger {
 }
 
 impl Debugger {
-    /// A debugger for the workspace at `root`; sessions end after `ttl`,
-    /// and say so through `notices`.
-    pub fn new(root: &Path, ttl: Duration, notices: Notices) -> Self {
+    /// A debugger whose sessions end after `ttl`, and say so through
+    /// `notices`.
+    pub fn new(ttl: Duration, notices: Notices) -> Self {
         Debugger {
-            root: root.to_path_buf(),
             ttl,
             notices,
             breakpoints: Mutex::default(),
             session: Mutex::default(),
             previous: Mutex::default(),
         }
-    }
-
-    /// The workspace root.
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     /// The session, while one is live. One that is over (its program

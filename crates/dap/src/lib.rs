@@ -78,10 +78,6 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
         .ttl_seconds
         .map(Duration::from_secs)
         .unwrap_or(debugger::DEFAULT_TTL);
-    let debugger = Arc::new(Debugger::new(
-        builder.workspace().root(),
-        ttl,
-        builder.notices(),
-    ));
+    let debugger = Arc::new(Debugger::new(ttl, builder.notices()));
     builder.resource(debugger.clone()).tool(Debug { debugger })
 }
