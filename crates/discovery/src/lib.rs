@@ -37,7 +37,6 @@ pub mod command;
 pub mod config;
 pub mod names;
 pub mod server;
-mod tls;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -568,8 +568,7 @@ fn http_transport(
             .map_err(|e| format!("`headers.{name}`: {e}"))?;
         headers.insert(name, value);
     }
-    let client = reqwest::Client::builder()
-        .tls_backend_preconfigured(crate::tls::config()?)
+    let client = gantry_http::builder()?
         // rmcp's own default: no idle pool (stalls on delayed ACKs) and
         // no redirect that could replay the headers elsewhere.
         .pool_max_idle_per_host(0)

@@ -1,17 +1,12 @@
-//! The HTTP client both tools build on: rustls with the *ring* provider and
-//! the platform's trust store, Gantry's User-Agent, no proxies, bounded
-//! redirects and connect time.
+//! The HTTP client both tools build on: gantry-http's (rustls with the
+//! *ring* provider and the platform's trust store, Gantry's User-Agent),
+//! with no proxies, bounded redirects and connect time.
 
 use std::error::Error as _;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use reqwest::redirect::Policy;
 use reqwest::{Client, ClientBuilder};
-use rustls_platform_verifier::BuilderVerifierExt;
-
-/// Sent with every request, so site owners can tell Gantry's traffic apart.
-pub(crate) const USER_AGENT: &str = concat!("gantry/", env!("CARGO_PKG_VERSION"));
 
 /// No single connection attempt waits longer than this, whatever the total
 /// budget.
@@ -20,32 +15,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How much of an error body is quoted back.
 const SNIPPET_CHARS: usize = 500;
 
-/// The TLS configuration, built once per process: loading the platform's
-/// roots is the expensive part, and reqwest takes a copy per client.
-///
-/// reqwest is built with `rustls-no-provider` and handed this configuration,
-/// so *ring* is the only crypto provider linked and no process-wide default
-/// provider is installed behind the embedding program's back.
-fn tls() -> Result<rustls::ClientConfig, String> {
-    static TLS: OnceLock<Result<rustls::ClientConfig, String>> = OnceLock::new();
-    TLS.get_or_init(|| {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .and_then(|builder| builder.with_platform_verifier())
-            .map(|builder| builder.with_no_client_auth())
-            .map_err(|e| format!("cannot set up TLS: {e}"))
-    })
-    .clone()
-}
-
 /// A client builder with everything both tools share. Proxies from the
 /// environment are ignored: `web_fetch` must connect to the address it
 /// checked, and `web_search` talks to one configured endpoint.
 pub(crate) fn builder(total: Duration) -> Result<ClientBuilder, String> {
-    Ok(Client::builder()
-        .tls_backend_preconfigured(tls()?)
-        .user_agent(USER_AGENT)
+    Ok(gantry_http::builder()?
         .no_proxy()
         .connect_timeout(CONNECT_TIMEOUT.min(total)))
 }
