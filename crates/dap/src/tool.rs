@@ -20,8 +20,8 @@ use crate::session::{Confinement, Outcome, Placed, Session, State, Stop};
 use crate::types::{
     Evaluated, ExceptionInfo, Scopes, StackFrame, StackTrace, Threads, Variable, Variables,
 };
+use gantry_process::EnvPolicy;
 use gantry_process::sandbox::Sandbox;
-use gantry_process::{EnvPolicy, EnvPolicySettings};
 
 /// The default wait for a stop.
 const DEFAULT_WAIT_MS: u64 = 10_000;
@@ -856,23 +856,9 @@ async fn confinement(run: &Run, adapter: Adapter) -> Result<Confinement, String>
     if matches!(adapter, Adapter::Debugpy | Adapter::Delve | Adapter::Dart) {
         sandbox.needs_loopback_tcp(adapter.name())?;
     }
-    let key = gantry_process::env::SETTINGS_KEY;
-    let settings = run.settings();
-    let section = |user: bool| {
-        if user {
-            settings.user_section::<EnvPolicySettings>(key)
-        } else {
-            settings.workspace_section::<EnvPolicySettings>(key)
-        }
-        .map_err(|e| e.to_string())
-    };
-    let env = EnvPolicy::layered(
-        section(true)?,
-        section(false)?,
-        settings.workspace_trusted(),
-    )
-    .map(|layered| layered.policy)
-    .map_err(|e| format!("debug adapters cannot start: settings `{key}`: {e}"))?;
+    let env = EnvPolicy::of_settings(run.settings())
+        .map(|layered| layered.policy)
+        .map_err(|e| format!("debug adapters cannot start: {e}"))?;
     Ok(Confinement { sandbox, env })
 }
 

@@ -41,7 +41,7 @@ use gantry_core::{
     Display, Part, Run, RunBuilder, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
     async_trait,
 };
-use gantry_process::{Child, EnvPolicy, EnvPolicySettings, Sandbox};
+use gantry_process::{Child, EnvPolicy, Sandbox};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::OwnedMutexGuard;
@@ -364,17 +364,9 @@ async fn start(language: Language, run: &Run) -> Result<Kernel, String> {
 /// model's code runs in both), the workspace only tightening it unless
 /// trusted.
 fn environment(run: &Run) -> Result<EnvPolicy, String> {
-    let key = gantry_process::env::SETTINGS_KEY;
-    let settings = run.settings();
-    let user = settings
-        .user_section::<EnvPolicySettings>(key)
-        .map_err(|e| e.to_string())?;
-    let workspace = settings
-        .workspace_section::<EnvPolicySettings>(key)
-        .map_err(|e| e.to_string())?;
-    EnvPolicy::layered(user, workspace, settings.workspace_trusted())
+    EnvPolicy::of_settings(run.settings())
         .map(|layered| layered.policy)
-        .map_err(|e| format!("kernels cannot start: settings `{key}`: {e}"))
+        .map_err(|e| format!("kernels cannot start: {e}"))
 }
 
 /// A cell's hold on its kernel. Dropped before the cell ended (the call

@@ -173,6 +173,27 @@ impl EnvPolicy {
         )
     }
 
+    /// The policy a run's settings give (the user's section overlaid with
+    /// the workspace's, see [`EnvPolicy::layered`]); an error names the
+    /// section and the files, for a family to refuse to start a child
+    /// rather than guess what the user meant to hide.
+    pub fn of_settings(settings: &gantry_core::Settings) -> Result<Layered, String> {
+        let user = settings
+            .user_section::<EnvPolicySettings>(SETTINGS_KEY)
+            .map_err(|e| e.to_string())?;
+        let workspace = settings
+            .workspace_section::<EnvPolicySettings>(SETTINGS_KEY)
+            .map_err(|e| e.to_string())?;
+        EnvPolicy::layered(user, workspace, settings.workspace_trusted()).map_err(|e| {
+            let files: Vec<String> = settings
+                .files()
+                .iter()
+                .map(|file| file.display().to_string())
+                .collect();
+            format!("settings `{SETTINGS_KEY}` ({}): {e}", files.join(", "))
+        })
+    }
+
     /// The policy of the user's section overlaid with the workspace's.
     /// When the user trusts the workspace it wins field by field (`set`
     /// variable by variable), as every other setting does. Otherwise it may

@@ -5,31 +5,8 @@
 
 use gantry_core::Run;
 use gantry_core::settings::{Level, Settings};
-use gantry_process::env::{Layered, SETTINGS_KEY};
-use gantry_process::{EnvPolicy, EnvPolicySettings};
-
-/// The policy the settings give, with what of the workspace's was ignored;
-/// an error names the section and the file (the shell then refuses to run
-/// rather than guess what the user meant to hide).
-pub(crate) fn layered(settings: &Settings) -> Result<Layered, String> {
-    let user = settings
-        .user_section::<EnvPolicySettings>(SETTINGS_KEY)
-        .map_err(|e| e.to_string())?;
-    let workspace = settings
-        .workspace_section::<EnvPolicySettings>(SETTINGS_KEY)
-        .map_err(|e| e.to_string())?;
-    EnvPolicy::layered(user, workspace, settings.workspace_trusted()).map_err(|e| {
-        format!(
-            "settings `{SETTINGS_KEY}` ({}): {e}",
-            settings
-                .files()
-                .iter()
-                .map(|file| file.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })
-}
+use gantry_process::EnvPolicy;
+use gantry_process::env::SETTINGS_KEY;
 
 /// What the workspace asked for and did not get, in one line.
 fn ignored_line(settings: &Settings, ignored: &[String]) -> String {
@@ -48,7 +25,7 @@ fn ignored_line(settings: &Settings, ignored: &[String]) -> String {
 /// The settings check of the family: a section of the wrong shape, a bad
 /// glob, a loosening the workspace may not make.
 pub(crate) fn check(settings: &Settings) -> Vec<String> {
-    match layered(settings) {
+    match EnvPolicy::of_settings(settings) {
         Err(error) => vec![error],
         Ok(layered) if layered.ignored.is_empty() => Vec::new(),
         Ok(layered) => vec![ignored_line(settings, &layered.ignored)],
@@ -58,7 +35,7 @@ pub(crate) fn check(settings: &Settings) -> Vec<String> {
 /// `gantry status`: what commands inherit, and what was ignored.
 pub(crate) fn status(run: &Run) -> Vec<String> {
     let settings = run.settings();
-    match layered(settings) {
+    match EnvPolicy::of_settings(settings) {
         Err(error) => vec![format!("commands do not run: {error}")],
         Ok(layered) => {
             let mut lines = vec![format!(

@@ -24,8 +24,8 @@ use gantry_core::{
     ApprovalMode, Run, RunBuilder, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
     async_trait,
 };
-use gantry_process::Sandbox;
 use gantry_process::sandbox::Refusal;
+use gantry_process::{EnvPolicy, Sandbox};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -92,7 +92,8 @@ fn status(run: &Run) -> Vec<String> {
 /// environment policy of the run's settings.
 pub fn register(builder: RunBuilder) -> RunBuilder {
     let jobs = Arc::new(Jobs::default());
-    let env = env::layered(builder.current_settings()).map(|layered| Arc::new(layered.policy));
+    let env =
+        EnvPolicy::of_settings(builder.current_settings()).map(|layered| Arc::new(layered.policy));
     builder.resource(jobs.clone()).tool(Shell { jobs, env })
 }
 
