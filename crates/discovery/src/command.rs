@@ -256,7 +256,7 @@ impl DynTool for DiscoveredTool {
         let status = status?;
         let (output, errors) = collected(&child).await;
         if status.success() {
-            return Ok(ToolResult::text(render(&output)));
+            return Ok(ToolResult::text(output.shown()));
         }
         let mut report = format!("`{shown}` {}", describe_exit(status));
         if let Some(code) = status.code() {
@@ -267,24 +267,11 @@ impl DynTool for DiscoveredTool {
         }
         report.push_str(&format!(
             "\nstdout:\n{}\nstderr:\n{}",
-            render(&output),
-            render(&errors)
+            output.shown(),
+            errors.shown()
         ));
         Err(ToolError::Failed(report))
     }
-}
-
-/// Captured output for the model, saying how much of the middle was cut.
-fn render(output: &Capped) -> String {
-    let mut text = String::from_utf8_lossy(output.head()).into_owned();
-    if output.cut() > 0 {
-        text.push_str(&format!(
-            "\n[... {} bytes of output cut; the first {HEAD_BYTES} and last {TAIL_BYTES} bytes are shown ...]\n",
-            output.cut()
-        ));
-    }
-    text.push_str(&String::from_utf8_lossy(&output.tail()));
-    text
 }
 
 #[cfg(test)]

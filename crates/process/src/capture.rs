@@ -81,6 +81,20 @@ impl Capped {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
+    /// The kept text as a model is shown it: with a marker where the
+    /// middle was cut, saying how much and what is shown.
+    pub fn shown(&self) -> String {
+        let mut out = String::from_utf8_lossy(&self.head).into_owned();
+        if self.cut > 0 {
+            out.push_str(&format!(
+                "\n[... {} bytes of output cut; the first {} and last {} bytes are shown ...]\n",
+                self.cut, self.head_limit, self.tail_limit
+            ));
+        }
+        out.push_str(&String::from_utf8_lossy(&self.tail()));
+        out
+    }
+
     /// Takes what was captured so far, leaving an empty buffer with the same
     /// limits (a poll that reports only what is new).
     pub fn take(&mut self) -> Capped {

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use gantry_core::{Resource, async_trait};
 
-use crate::output::render;
 use crate::process::{Running, describe_kill, describe_status};
 
 /// One background command.
@@ -99,7 +98,7 @@ impl Jobs {
                 let _ = job.running.rest_of_output().await;
             }
         }
-        let mut output = render(&job.running.output().lock().take());
+        let mut output = job.running.output().lock().take().shown();
         output.push_str(&job.running.explain_refusal(&output));
         let status = match job.finished {
             Some((status, took)) => {

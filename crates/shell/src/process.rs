@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use gantry_process::{Capture, Child, Command, EnvPolicy, Reach, Sandbox, Stderr, Stdout};
 
-use crate::output::{HEAD_BYTES, TAIL_BYTES, render};
+use crate::output::{HEAD_BYTES, TAIL_BYTES};
 
 /// A running command and its process group, which goes when this is
 /// dropped: a cancelled call (whose future the pipeline drops) or a run
@@ -98,7 +98,7 @@ impl Running {
 
     /// Everything captured so far, or `(no output)`.
     pub fn output_text(&self) -> String {
-        let output = render(&self.output().lock());
+        let output = self.output().lock().shown();
         if output.is_empty() {
             "(no output)".into()
         } else {
