@@ -290,6 +290,15 @@ impl Settings {
         }
     }
 
+    /// How a warning names the workspace's settings file ("ignored from
+    /// /w/.gantry/settings.json: ...").
+    pub fn workspace_file_shown(&self) -> String {
+        self.files_at(Level::Workspace)
+            .first()
+            .map(|file| file.display().to_string())
+            .unwrap_or_else(|| "the workspace settings".into())
+    }
+
     /// The raw value of a top-level key.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.merged.get(key)

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use gantry_core::Tier;
-use gantry_core::settings::{Level, Settings};
+use gantry_core::settings::Settings;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -224,11 +224,7 @@ fn describe_files(settings: &Settings) -> String {
 
 /// What the workspace asked for and did not get, in one line.
 fn ignored_line(settings: &Settings, ignored: &[&str]) -> String {
-    let file = settings
-        .files_at(Level::Workspace)
-        .first()
-        .map(|file| file.display().to_string())
-        .unwrap_or_else(|| "the workspace settings".into());
+    let file = settings.workspace_file_shown();
     format!(
         "ignored from {file}: {}; these start processes, so only ~/.gantry/settings.json or a \
          folder its `trustedFolders` lists may set them",

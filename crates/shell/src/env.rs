@@ -4,17 +4,13 @@
 //! user's allows unless the user trusts the folder.
 
 use gantry_core::Run;
-use gantry_core::settings::{Level, Settings};
+use gantry_core::settings::Settings;
 use gantry_process::EnvPolicy;
 use gantry_process::env::SETTINGS_KEY;
 
 /// What the workspace asked for and did not get, in one line.
 fn ignored_line(settings: &Settings, ignored: &[String]) -> String {
-    let file = settings
-        .files_at(Level::Workspace)
-        .first()
-        .map(|file| file.display().to_string())
-        .unwrap_or_else(|| "the workspace settings".into());
+    let file = settings.workspace_file_shown();
     format!(
         "ignored from {file}: `{SETTINGS_KEY}` {}; a workspace's settings may only tighten it \
          unless `trustedFolders` in ~/.gantry/settings.json lists the folder",

@@ -57,7 +57,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gantry_core::settings::{Level, Settings};
+use gantry_core::settings::Settings;
 use gantry_core::{Resource, Run, async_trait};
 use serde::Deserialize;
 
@@ -687,11 +687,7 @@ pub fn check(settings: &Settings) -> Vec<String> {
         })
         .collect();
     if !layered.ignored.is_empty() {
-        let file = settings
-            .files_at(Level::Workspace)
-            .first()
-            .map(|file| file.display().to_string())
-            .unwrap_or_else(|| "the workspace settings".into());
+        let file = settings.workspace_file_shown();
         warnings.push(format!(
             "ignored from {file}: `{SETTINGS_KEY}` {}; a workspace's settings may only tighten \
              the sandbox unless `trustedFolders` in ~/.gantry/settings.json lists the folder",
