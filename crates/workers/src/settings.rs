@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use gantry_core::settings::{Level, Settings};
+use gantry_core::settings::Settings;
 use gantry_core::{ApprovalMode, Surface, Tier};
 use serde::Deserialize;
 
@@ -158,11 +158,7 @@ pub fn resolve(settings: &Settings) -> Resolved {
     let in_workspace = settings.workspace_section::<serde_json::Value>(SETTINGS_KEY);
     let trusted = settings.workspace_trusted();
     if matches!(in_workspace, Ok(Some(_))) && !trusted {
-        let file = settings
-            .files_at(Level::Workspace)
-            .first()
-            .map(|file| file.display().to_string())
-            .unwrap_or_else(|| "the workspace settings".into());
+        let file = settings.workspace_file_shown();
         warnings.push(format!(
             "ignored from {file}: `{SETTINGS_KEY}` names endpoints and keys, so it is honoured only \
              from ~/.gantry/settings.json or a folder its `trustedFolders` lists"
