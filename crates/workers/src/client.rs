@@ -4,14 +4,13 @@
 //!
 //! The wire format is small and stable, so it is written here against
 //! `reqwest` rather than through an SDK crate that would bring its own
-//! HTTP and TLS stack: the HTTP client is configured as the web family's
-//! (rustls with *ring* and the platform's roots, no proxies).
+//! HTTP and TLS stack: the HTTP client is gantry-http's (rustls with *ring*
+//! and the platform's roots), with no proxies.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use reqwest::Client;
-use rustls_platform_verifier::BuilderVerifierExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -205,15 +204,7 @@ fn http_client() -> Result<Client, String> {
     static CLIENT: OnceLock<Result<Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let tls = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .and_then(|builder| builder.with_platform_verifier())
-                .map(|builder| builder.with_no_client_auth())
-                .map_err(|e| format!("cannot set up TLS: {e}"))?;
-            Client::builder()
-                .tls_backend_preconfigured(tls)
-                .user_agent(concat!("gantry/", env!("CARGO_PKG_VERSION")))
+            gantry_http::builder()?
                 .no_proxy()
                 .connect_timeout(CONNECT_TIMEOUT)
                 .read_timeout(READ_TIMEOUT)
