@@ -789,10 +789,14 @@ impl Debug {
         // set at launch, after the panic printed its message.
         if frame.name.ends_with("rust_panic") {
             lines[0] = lines[0].replacen(&stop.reason, "panic (Rust)", 1);
-            lines.push(format!(
-                "the end of its output:\n{}\n`stack` shows where it panicked",
-                last_lines(&session.output().0, 5)
-            ));
+            let output = &session.output().0;
+            lines.push(match panic_message(output) {
+                Some(message) => format!("{message}\n`stack` shows where it panicked"),
+                None => format!(
+                    "the end of its output:\n{}\n`stack` shows where it panicked",
+                    last_lines(output, 5)
+                ),
+            });
         }
         lines.push(format!(
             "at {} in {} (frame {})",
@@ -1004,6 +1008,23 @@ fn cut(text: &str, max: usize) -> String {
     format!("{kept}… (cut at {max} of {length} characters; `evaluate` a slice of it for the rest)")
 }
 
+/// A Rust panic's own words in a program's output: the last `panicked at`
+/// line and its message, without the backtrace that `RUST_BACKTRACE`
+/// prints after it (and that would push the message out of a tail).
+fn panic_message(output: &str) -> Option<String> {
+    let lines: Vec<&str> = output.lines().collect();
+    let start = lines
+        .iter()
+        .rposition(|line| line.contains("panicked at"))?;
+    let message: Vec<&str> = lines[start..]
+        .iter()
+        .take(6)
+        .take_while(|line| !line.starts_with("stack backtrace:") && !line.starts_with("note: "))
+        .copied()
+        .collect();
+    Some(message.join("\n"))
+}
+
 fn last_lines(text: &str, count: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(count)..].join("\n")
@@ -1021,6 +1042,18 @@ fn minutes(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_message_is_found_before_its_backtrace() {
+        let output = "starting\nthread 'main' panicked at src/main.rs:4:9:\nbad input: 42\nstack \
+                      backtrace:\n   0: std::panicking::begin_panic\n   1: main::main\nnote: Some \
+                      details are omitted";
+        assert_eq!(
+            panic_message(output).unwrap(),
+            "thread 'main' panicked at src/main.rs:4:9:\nbad input: 42"
+        );
+        assert_eq!(panic_message("no panic here"), None);
+    }
 
     #[test]
     fn values_are_cut_on_characters_and_say_so() {
