@@ -48,7 +48,7 @@ fn agent_runs_a_brief_to_its_end_with_the_key_from_the_named_variable() {
     );
     assert!(stderr.contains("- write_file: "), "{stderr}");
     assert!(
-        stderr.contains("worker w1 (fast, model m1): done")
+        stderr.contains("Worker w1 (agent, tier fast, model m1): done")
             && stderr.contains("2 model requests, 1 tool calls"),
         "{stderr}"
     );

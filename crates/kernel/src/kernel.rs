@@ -552,7 +552,8 @@ fn describe_death(status: std::process::ExitStatus) -> String {
     format!("{}{name}", gantry_process::describe_exit(status))
 }
 
-fn text_of(parts: &[Part]) -> String {
+/// The text parts of a result, joined.
+pub(crate) fn text_of(parts: &[Part]) -> String {
     parts
         .iter()
         .filter_map(|part| match part {

@@ -133,16 +133,7 @@ fn floor_char_boundary(text: &str, at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn text_of(parts: &[Part]) -> String {
-        parts
-            .iter()
-            .filter_map(|part| match part {
-                Part::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
-    }
+    use crate::kernel::text_of;
 
     #[test]
     fn ansi_codes_are_stripped() {

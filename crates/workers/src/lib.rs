@@ -188,18 +188,7 @@ pub async fn headless(run: &Run, brief: &str, tier: Option<&str>) -> Result<Head
             break record;
         }
     };
-    let summary = format!(
-        "worker {} ({}, model {}): {} after {:.1} s, {} model requests, {} tool calls, tokens {} in / {} out",
-        worker.id,
-        worker.tier,
-        worker.model,
-        record.status.word(),
-        worker.elapsed().as_secs_f64(),
-        record.requests,
-        record.tool_calls,
-        record.usage.prompt_tokens,
-        record.usage.completion_tokens
-    );
+    let summary = tools::summary(&worker, &record);
     Ok(Headless {
         answered: record.status == pool::Status::Done,
         report: match &record.status {

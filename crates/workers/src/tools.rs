@@ -291,8 +291,10 @@ impl Tool for Waiter {
 }
 
 /// A worker's status and last result, for the director's model.
-fn report(worker: &Worker, record: &Record) -> String {
-    let mut text = format!(
+/// One line on a worker's end: who, on which model, how it ended, what
+/// it cost.
+pub(crate) fn summary(worker: &Worker, record: &Record) -> String {
+    format!(
         "Worker {} ({}, tier {}, model {}): {} after {:.1} s, {} model requests, {} tool calls, \
          tokens {} in / {} out.",
         worker.id,
@@ -305,7 +307,11 @@ fn report(worker: &Worker, record: &Record) -> String {
         record.tool_calls,
         record.usage.prompt_tokens,
         record.usage.completion_tokens,
-    );
+    )
+}
+
+fn report(worker: &Worker, record: &Record) -> String {
+    let mut text = summary(worker, record);
     if let Status::Failed(reason) = &record.status {
         text.push_str(&format!("\nIt failed: {reason}"));
     } else if let Some(result) = &record.last_result {

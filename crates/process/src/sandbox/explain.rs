@@ -9,7 +9,7 @@
 //! such words and a path outside the writable places is a refusal; one
 //! with no path, under `network: false`, is taken for a refused socket.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::{DEVICES, Mode, SETTINGS_KEY, Sandbox};
 
@@ -125,23 +125,8 @@ fn paths_in(line: &str) -> Vec<PathBuf> {
     line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '‘' | '’'))
         .map(|token| token.trim_end_matches([':', ',', ';', ')', '.', ']']))
         .filter(|token| token.starts_with('/') && token.len() > 1)
-        .map(|token| normalize(Path::new(token)))
+        .map(|token| gantry_core::workspace::normalize(Path::new(token)))
         .collect()
-}
-
-/// `path` with `.` and `..` resolved by the text alone.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
