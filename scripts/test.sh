@@ -76,6 +76,6 @@ if not built:
 print(built[-1])
 '
 )"
-cargo test --workspace
+cargo test --workspace --no-fail-fast
 # -rs: the reason of every skip in the summary.
 GANTRY_BIN="$gantry_bin" python3 -m pytest -q -rs tests/e2e

@@ -66,7 +66,7 @@ fn status_and_session_show_the_sandbox() {
     }
     let ws = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = gantry_core::testing::outside_the_writable_defaults();
     let target = outside.path().join("escaped.txt");
 
     let text = status(ws.path(), state.path());

@@ -139,6 +139,19 @@ pub fn skip_requested(variable: &str, skipped: &str) -> bool {
     true
 }
 
+/// A fresh folder that no sandbox rule makes writable by default: under
+/// the home directory (neither the temp directory nor a cache), where a
+/// command confined to its workspace must fail to write. Not under the
+/// build's target folder: a checkout under /tmp puts that inside the
+/// temp directory, which the sandbox lets commands write.
+pub fn outside_the_writable_defaults() -> tempfile::TempDir {
+    let home = std::env::var_os("HOME").expect("HOME is set");
+    tempfile::Builder::new()
+        .prefix(".gantry-test-outside-")
+        .tempdir_in(home)
+        .expect("creating a folder in the home directory")
+}
+
 /// Waits up to `bound` for process `pid` to exit, whether or not it is a
 /// child of the caller (a grandchild, a language server), by awaiting its
 /// pidfd: no polling. True when it exited (or was already gone).

@@ -40,7 +40,7 @@ fn landlock_here() -> bool {
 /// A directory outside the temp directory and the caches, so only a rule
 /// of its own makes it writable.
 fn scratch() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    gantry_core::testing::outside_the_writable_defaults()
 }
 
 fn sandbox(mode: Mode, network: bool, workspace: &Path) -> Sandbox {

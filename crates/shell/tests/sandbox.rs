@@ -41,10 +41,10 @@ fn sandbox_here() -> bool {
     true
 }
 
-/// A directory outside the temp directory and the caches: only a rule of
-/// its own makes it writable.
+/// A directory outside the temp directory and the caches, so only a rule
+/// of its own makes it writable.
 fn scratch() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    gantry_core::testing::outside_the_writable_defaults()
 }
 
 fn run_with(dir: &Path, settings: Value, surface: Surface, human: Option<Arc<Person>>) -> Run {

@@ -111,7 +111,7 @@ async fn the_sandbox_confines_without_a_reaper() {
         return;
     }
     let workspace = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = gantry_core::testing::outside_the_writable_defaults();
     let target = outside.path().join("escaped");
     let run = run_in(workspace.path());
     let result = run
