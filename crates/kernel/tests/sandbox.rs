@@ -7,9 +7,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
 use common::*;
 use gantry_core::testing::skip_requested;
 use gantry_process::sandbox::{NET_ABI, kernel_abi};
@@ -30,30 +27,17 @@ fn sandbox_here() -> bool {
     true
 }
 
-/// A folder under the home directory (neither temp nor a cache), removed
-/// when the binary ends; also this binary's state directory.
-fn outside() -> &'static Path {
-    static OUTSIDE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    OUTSIDE
-        .get_or_init(|| {
-            let home = PathBuf::from(std::env::var_os("HOME").expect("HOME"));
-            let dir = tempfile::Builder::new()
-                .prefix(".gantry-kernel-test-")
-                .tempdir_in(home)
-                .unwrap();
-            // SAFETY: set once, before any kernel starts.
-            unsafe { std::env::set_var("GANTRY_STATE_DIR", dir.path().join("state")) };
-            dir
-        })
-        .path()
-}
-
 #[tokio::test]
 async fn a_cell_cannot_write_outside_the_writable_roots_but_pip_can_install() {
     if !sandbox_here() {
         return;
     }
-    let target = outside().join("escaped.txt");
+    // Neither temp nor a cache, removed at the end; also the state
+    // directory, so that only the kernel's own rule makes it writable.
+    let outside = gantry_core::testing::outside_the_writable_defaults();
+    // SAFETY: the binary's one test sets it before any kernel starts.
+    unsafe { std::env::set_var("GANTRY_STATE_DIR", outside.path().join("state")) };
+    let target = outside.path().join("escaped.txt");
     let dir = tempfile::tempdir().unwrap();
     let run = run(dir.path());
     let text = cell(
@@ -80,6 +64,9 @@ async fn a_cell_cannot_write_outside_the_writable_roots_but_pip_can_install() {
     )
     .await;
     assert!(text.starts_with("(True, "), "{text}");
-    assert!(text.contains(&outside().display().to_string()), "{text}");
+    assert!(
+        text.contains(&outside.path().display().to_string()),
+        "{text}"
+    );
     run.shutdown().await;
 }
