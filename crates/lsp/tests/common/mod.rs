@@ -54,25 +54,16 @@ pub fn typescript() -> bool {
     true
 }
 
-/// The first file on PATH named `bin` or, failing that, `bin-NN`.
+/// `bin` on PATH, or the highest `bin-NN`, found as gantry-process finds
+/// a server's binary.
 fn on_path(bin: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    if let Some(found) = dirs.iter().map(|dir| dir.join(bin)).find(|p| p.is_file()) {
-        return Some(found);
-    }
-    let prefix = format!("{bin}-");
-    dirs.iter()
-        .filter_map(|dir| std::fs::read_dir(dir).ok())
-        .flat_map(|entries| entries.flatten())
-        .find(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .and_then(|name| name.strip_prefix(&prefix))
-                .is_some_and(|version| version.parse::<u32>().is_ok())
-        })
-        .map(|entry| entry.path())
+    let program = gantry_process::Program {
+        binaries: vec![bin.to_string()],
+        versioned: true,
+        ..Default::default()
+    };
+    let anywhere = std::path::Path::new("/");
+    program.resolve_binary(anywhere, anywhere).ok()
 }
 
 /// A temp project with `files` and a run with the family wired, with the
