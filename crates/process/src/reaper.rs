@@ -743,11 +743,19 @@ impl Tree {
     fn sweep(&mut self, signals: &Signals) {
         loop {
             self.reap_exited();
-            let found = descendants();
-            if found.is_empty() {
+            let Descendants {
+                live,
+                dead_children,
+            } = descendants();
+            if live.is_empty() {
+                if dead_children {
+                    // Died between the reap and the look: reap it before
+                    // leaving, or PID 1 inherits a zombie it may never reap.
+                    continue;
+                }
                 return;
             }
-            for pidfd in &found {
+            for pidfd in &live {
                 let _ = pidfd_send_signal(pidfd, Signal::KILL);
             }
             // A child's death says so at once; the bound only rescans in
@@ -763,13 +771,21 @@ impl Tree {
     }
 }
 
+/// What is below this process: the processes left to kill, and whether a
+/// child of ours is dead but not yet reaped.
+struct Descendants {
+    live: Vec<OwnedFd>,
+    dead_children: bool,
+}
+
 /// Pidfds of every live process below this one. Each is checked after
 /// its pidfd is open to still be the child of the process it was found
 /// under, so a pid reused meanwhile is never signalled; our own children
 /// cannot be reused before we reap them.
-fn descendants() -> Vec<OwnedFd> {
+fn descendants() -> Descendants {
     let me = rustix::process::getpid();
     let mut found = Vec::new();
+    let mut dead_children = false;
     let mut parents = Vec::new();
     // We have one thread: our children are those of our one task.
     let ours = format!("/proc/self/task/{}/children", me.as_raw_nonzero());
@@ -790,15 +806,23 @@ fn descendants() -> Vec<OwnedFd> {
             let Some(stat) = stat_of(child) else {
                 continue;
             };
-            if stat.parent != parent || (parent == me && stat.state == 'Z') {
-                // Reused meanwhile, or ours and dead (the next reap takes it).
+            if stat.parent != parent {
+                // Reused meanwhile.
+                continue;
+            }
+            if parent == me && stat.state == 'Z' {
+                // Ours and dead: the next reap takes it.
+                dead_children = true;
                 continue;
             }
             found.push(pidfd);
             parents.push(child);
         }
         let Some(next) = parents.pop() else {
-            return found;
+            return Descendants {
+                live: found,
+                dead_children,
+            };
         };
         parent = next;
         children = match &table {
