@@ -252,7 +252,8 @@ async fn fifos_are_refused_at_once_by_reads_plans_and_applies() {
     make_fifo(&root.join("f.txt"));
     let error = run.apply(changes).await.unwrap_err();
     assert!(error.to_string().contains("a FIFO"), "{error}");
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // Refused, not waited on: a writer to the FIFO may never come.
+    assert!(started.elapsed() < Duration::from_secs(10));
     assert!(
         std::fs::symlink_metadata(root.join("f.txt"))
             .unwrap()

@@ -75,7 +75,9 @@ async fn a_setsid_child_dies_at_the_timeout() {
         .await
         .unwrap_err();
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(3), "returned after {took:?}");
+    // At the timeout, not when the setsid sleep ends (15 s), on however
+    // loaded a machine.
+    assert!(took < Duration::from_secs(10), "returned after {took:?}");
     assert_eq!(err.kind, CallErrorKind::Failed);
     assert!(
         err.message
@@ -106,10 +108,8 @@ async fn the_exit_code_is_kept_when_a_setsid_child_holds_the_output() {
     let text = result.text_content();
     assert!(text.contains("hi\n"), "{text}");
     assert!(text.contains("[exit code 3"), "{text}");
-    assert!(
-        took < Duration::from_millis(1500),
-        "returned after {took:?}"
-    );
+    // At the command's exit, not when the setsid sleep ends (6 s).
+    assert!(took < Duration::from_secs(5), "returned after {took:?}");
     let escapee = pid_in(&dir.path().join("escapee.pid"));
     assert!(
         gone(escapee),
