@@ -275,10 +275,12 @@ async def test_sigterm_ends_mcp_http_within_a_second(workspace: Path, http_serve
     server.chmod(0o755)
     (workspace / "go.mod").write_text("module example.com/x\n")
     (workspace / "main.go").write_text("package main\n")
-    (workspace / ".gantry").mkdir()
     lsp_pid_file = workspace / "lsp.pid"
+    # The user's file: a workspace's own may not choose a server's program.
     settings = {"lsp": {"servers": {"gopls": {"command": [str(server)], "args": [str(lsp_pid_file)]}}}}
-    (workspace / ".gantry" / "settings.json").write_text(json.dumps(settings))
+    home = Path(env_for(workspace.parent)["GANTRY_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps(settings))
     proc, url = http_server()
     async with mcp.Client(url) as client:
         started = await client.call_tool("lsp", {"action": "reload", "file": "main.go"})

@@ -22,11 +22,14 @@ use std::sync::Arc;
 use anyhow::Context;
 use gantry_core::{
     Answer, ApprovalMode, Confirmation, Family, Human, HumanError, Question, Run, RunBuilder,
-    Settings, Surface, Tier, Workspace,
+    Settings, SettingsError, Surface, Tier, Workspace,
 };
 
 /// Settings keys the assembly and the core read (not a family's).
-const OWN_SETTINGS: &[&str] = &["extraRoots", gantry_core::settings::TRUSTED_FOLDERS];
+const OWN_SETTINGS: &[&str] = &[EXTRA_ROOTS, gantry_core::settings::TRUSTED_FOLDERS];
+
+/// The settings key of folders the tools may reach beyond the workspace.
+const EXTRA_ROOTS: &str = "extraRoots";
 
 /// Every tool family, in wiring order: the one list of them.
 pub fn families() -> Vec<&'static dyn Family> {
@@ -77,10 +80,26 @@ pub fn settings_warnings(settings: &Settings) -> Vec<String> {
         .map(|key| format!("unknown settings key `{key}` (known: {})", known.join(", ")))
         .collect();
     warnings.extend(trusted_folders_warning(settings));
+    if let Ok((_, ignored)) = extra_roots(settings)
+        && !ignored.is_empty()
+    {
+        warnings.push(format!(
+            "`{EXTRA_ROOTS}` in {} is ignored: it widens what the tools and the sandbox reach, so only \
+             ~/.gantry/settings.json or a folder its `trustedFolders` lists may set it",
+            settings.workspace_file_shown()
+        ));
+    }
     for family in families() {
         warnings.extend(family.check_settings(settings));
     }
     warnings
+}
+
+/// Folders beyond the workspace the tools may reach: a workspace's own
+/// list counts only in a trusted folder (a cloned repository could name
+/// `/`); also returns what was ignored.
+fn extra_roots(settings: &Settings) -> Result<(Vec<PathBuf>, Vec<String>), SettingsError> {
+    settings.section_honoured(EXTRA_ROOTS, |_| true)
 }
 
 /// `trustedFolders` is read from the user's file only, as a list of
@@ -113,7 +132,7 @@ pub fn open_with(root: &Path, settings_files: &[PathBuf]) -> anyhow::Result<(Wor
     for warning in settings_warnings(&settings) {
         tracing::warn!("{warning}");
     }
-    let extra: Vec<PathBuf> = settings.section("extraRoots")?;
+    let (extra, _ignored) = extra_roots(&settings)?;
     let (workspace, _recovered) = gantry_core::write::open_workspace(root)
         .with_context(|| format!("cannot open workspace {}", root.display()))?;
     Ok((workspace.with_extra_roots(extra), settings))

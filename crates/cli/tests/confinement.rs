@@ -384,3 +384,49 @@ fn huge_lines_and_holes_stay_within_the_budgets() {
     assert_eq!(written.len(), 50_000_009);
     assert!(written.contains(" CHANGED "));
 }
+
+/// `extraRoots` widens what every tool (and the sandbox) reaches, so a
+/// cloned repository's own `.gantry/settings.json` cannot set it: only the
+/// user's file, or a folder the user's `trustedFolders` lists. `gantry
+/// status` says what was ignored.
+#[test]
+fn a_workspace_cannot_widen_its_own_roots_unless_trusted() {
+    let (ws, outside) = setup();
+    let out = outside.path().canonicalize().unwrap();
+    let secret = out.join("secret.txt").display().to_string();
+    std::fs::create_dir(ws.path().join(".gantry")).unwrap();
+    std::fs::write(
+        ws.path().join(".gantry/settings.json"),
+        json!({"extraRoots": [out]}).to_string(),
+    )
+    .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let home = state.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let read = || {
+        let request = json!({"tool": "read_file", "args": {"path": secret}});
+        common::session(ws.path(), state.path(), &[request]).remove(0)
+    };
+
+    let refused = read();
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert!(!refused.to_string().contains(SECRET), "{refused}");
+    let status = common::gantry(ws.path(), state.path())
+        .arg("status")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        said.contains("`extraRoots` in") && said.contains("is ignored"),
+        "{said}"
+    );
+
+    std::fs::write(
+        home.join("settings.json"),
+        json!({"trustedFolders": [ws.path()]}).to_string(),
+    )
+    .unwrap();
+    let allowed = read();
+    assert_eq!(allowed["ok"], true, "{allowed}");
+    assert!(allowed.to_string().contains(SECRET), "{allowed}");
+}

@@ -281,6 +281,42 @@ impl Settings {
         self.trusted
     }
 
+    /// The merged value of `key` with what only trust may set left to the
+    /// user: in an untrusted workspace, every value of the workspace's own
+    /// `key` at a path `gated` accepts (the path within the section; `[]`
+    /// is the whole section) is dropped, the user's value standing. Also
+    /// returns the dropped paths, dotted (`lsp.servers.x.command`), for a
+    /// warning. For keys that start processes or widen what Gantry
+    /// reaches, inside a section whose other keys anyone may set.
+    pub fn section_honoured<T: DeserializeOwned + Default>(
+        &self,
+        key: &str,
+        gated: impl Fn(&[&str]) -> bool,
+    ) -> Result<(T, Vec<String>), SettingsError> {
+        let from_workspace = self.workspace.values.get(key);
+        let Some(from_workspace) = from_workspace.filter(|_| !self.trusted) else {
+            return Ok((self.section(key)?, Vec::new()));
+        };
+        let mut ignored = Vec::new();
+        let kept = without_gated(from_workspace, &mut vec![key], &gated, &mut ignored);
+        let mut merged = Map::new();
+        if let Some(user) = self.user.values.get(key) {
+            merged.insert(key.to_string(), user.clone());
+        }
+        if let Some(kept) = kept {
+            merge(&mut merged, Map::from_iter([(key.to_string(), kept)]));
+        }
+        let value = match merged.remove(key) {
+            None => T::default(),
+            Some(value) => serde_json::from_value(value).map_err(|e| SettingsError::Section {
+                section: key.to_string(),
+                files: self.describe_files(),
+                message: e.to_string(),
+            })?,
+        };
+        Ok((value, ignored))
+    }
+
     /// The files of one level, in merge order (for messages that say where
     /// a setting was read).
     pub fn files_at(&self, level: Level) -> &[PathBuf] {
@@ -357,6 +393,33 @@ fn trusted(user: &Map<String, Value>, root: &Path) -> bool {
         .filter(|folder| folder.is_absolute())
         .filter_map(|folder| folder.canonicalize().ok())
         .any(|folder| root.starts_with(folder))
+}
+
+/// `value` (found at `path`, the section's key first) without what
+/// `gated` accepts, whose dotted paths go to `ignored`; `None` when the
+/// whole value is gated.
+fn without_gated<'a>(
+    value: &'a Value,
+    path: &mut Vec<&'a str>,
+    gated: &impl Fn(&[&str]) -> bool,
+    ignored: &mut Vec<String>,
+) -> Option<Value> {
+    if gated(&path[1..]) {
+        ignored.push(path.join("."));
+        return None;
+    }
+    let Value::Object(object) = value else {
+        return Some(value.clone());
+    };
+    let mut kept = Map::new();
+    for (key, inner) in object {
+        path.push(key);
+        if let Some(inner) = without_gated(inner, path, gated, ignored) {
+            kept.insert(key.clone(), inner);
+        }
+        path.pop();
+    }
+    Some(Value::Object(kept))
 }
 
 /// Deep merge: objects merge key by key, anything else is replaced.
@@ -499,5 +562,51 @@ mod tests {
                 .unwrap()
                 .workspace_trusted()
         );
+    }
+
+    #[test]
+    fn an_untrusted_workspace_sets_only_ungated_paths_of_a_section() {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join(".gantry")).unwrap();
+        write(
+            &root.path().join(".gantry"),
+            "settings.json",
+            r#"{"lsp": {"idleSeconds": 5, "servers": {"x": {"command": ["evil"], "rootMarkers": ["m"]}}},
+                "extraRoots": ["/"]}"#,
+        );
+        let user_file = |trusted: bool| {
+            let trust = if trusted {
+                format!(r#", "trustedFolders": [{:?}]"#, root.path())
+            } else {
+                String::new()
+            };
+            write(
+                home.path(),
+                "settings.json",
+                &format!(r#"{{"lsp": {{"servers": {{"x": {{"command": ["mine"]}}}}}}{trust}}}"#),
+            )
+        };
+        let lsp_gate = |path: &[&str]| matches!(path, ["servers", _, "command"]);
+
+        let settings = Settings::load_from(&user_file(false), root.path()).unwrap();
+        let (lsp, ignored): (Value, _) = settings.section_honoured("lsp", lsp_gate).unwrap();
+        assert_eq!(
+            lsp,
+            serde_json::json!({"idleSeconds": 5, "servers": {"x": {"command": ["mine"], "rootMarkers": ["m"]}}})
+        );
+        assert_eq!(ignored, ["lsp.servers.x.command"]);
+        let (roots, ignored): (Vec<String>, _) =
+            settings.section_honoured("extraRoots", |_| true).unwrap();
+        assert!(roots.is_empty());
+        assert_eq!(ignored, ["extraRoots"]);
+
+        let settings = Settings::load_from(&user_file(true), root.path()).unwrap();
+        let (lsp, ignored): (Value, _) = settings.section_honoured("lsp", lsp_gate).unwrap();
+        assert_eq!(lsp["servers"]["x"]["command"], serde_json::json!(["evil"]));
+        assert!(ignored.is_empty());
+        let (roots, _): (Vec<String>, _) =
+            settings.section_honoured("extraRoots", |_| true).unwrap();
+        assert_eq!(roots, ["/"]);
     }
 }

@@ -79,6 +79,8 @@ impl Adapter {
             probe: Some(probe.iter().map(|a| a.to_string()).collect()),
             versioned,
             root_markers: markers.iter().map(|m| m.to_string()).collect(),
+            // Adapters run in the run's sandbox: a project's own may serve.
+            ..Program::default()
         }
     }
 

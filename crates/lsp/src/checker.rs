@@ -1,13 +1,17 @@
 //! `diagnostics "*"`: the whole project's problems. A server's workspace
 //! diagnostics where it offers them, else the project's own checker
 //! (`cargo check`, `tsc --noEmit`, `basedpyright`, `go build`, `dart
-//! analyze`), each bounded in time and output.
+//! analyze`), each bounded in time and output. A checker runs the
+//! project's code (build scripts, macros) at the model's request, so it
+//! runs as `shell` would: in the run's sandbox, with the command
+//! environment the settings allow.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use gantry_process::{Command, Program, Stderr, Stdout};
+use gantry_core::Run;
+use gantry_process::{Command, EnvPolicy, Program, Sandbox, Stderr, Stdout};
 
 use crate::servers::ServerSpec;
 use crate::supervisor::{Supervisor, find_markers};
@@ -67,7 +71,7 @@ fn checker(spec: &ServerSpec, workspace: &Path, root: &Path) -> Result<Check, St
 
 /// The whole project's diagnostics, each source bounded by the checker
 /// timeout.
-pub async fn project_diagnostics(sup: &Supervisor) -> String {
+pub async fn project_diagnostics(sup: &Supervisor, run: &Run) -> String {
     let mut sections = Vec::new();
     let mut served: HashSet<String> = HashSet::new();
     for server in sup.running() {
@@ -128,8 +132,16 @@ pub async fn project_diagnostics(sup: &Supervisor) -> String {
             }
         }
     }
-    for (_, check) in checks {
-        sections.push(run_check(sup, &check).await);
+    if !checks.is_empty() {
+        let sandbox = Sandbox::of(run).await;
+        match EnvPolicy::of_settings(run.settings()) {
+            Ok(env) => {
+                for (_, check) in checks {
+                    sections.push(run_check(sup, &check, &sandbox, &env.policy).await);
+                }
+            }
+            Err(e) => sections.push(format!("the project checkers cannot start: {e}")),
+        }
     }
     if sections.is_empty() {
         return "none found: no project of a known language (no root marker) in the workspace"
@@ -138,7 +150,7 @@ pub async fn project_diagnostics(sup: &Supervisor) -> String {
     sections.join("\n\n")
 }
 
-async fn run_check(sup: &Supervisor, check: &Check) -> String {
+async fn run_check(sup: &Supervisor, check: &Check, sandbox: &Sandbox, env: &EnvPolicy) -> String {
     let name = check
         .program
         .file_name()
@@ -148,8 +160,11 @@ async fn run_check(sup: &Supervisor, check: &Check) -> String {
     let shown_root = sup.display(&check.root);
     let started = Instant::now();
     let child = Command::new(&check.program)
+        .sandbox(sandbox)
         .args(&check.args)
         .current_dir(&check.root)
+        .env_clear()
+        .envs(env.environment())
         .stdout(Stdout::Capture {
             head: MAX_OUTPUT,
             tail: 0,

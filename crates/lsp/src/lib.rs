@@ -73,7 +73,22 @@ impl gantry_core::Family for LspFamily {
     }
 
     fn check_settings(&self, settings: &gantry_core::Settings) -> Vec<String> {
-        gantry_core::check_section::<LspSettings>(settings, SETTINGS_SECTION)
+        let mut warnings = gantry_core::check_section::<LspSettings>(settings, SETTINGS_SECTION);
+        if let Ok((_, ignored)) = honoured(settings)
+            && !ignored.is_empty()
+        {
+            warnings.push(format!(
+                "ignored from {}: {}; these choose what a language server runs, so only \
+                 ~/.gantry/settings.json or a folder its `trustedFolders` lists may set them",
+                settings.workspace_file_shown(),
+                ignored
+                    .iter()
+                    .map(|path| format!("`{path}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        warnings
     }
 
     async fn wire(&self, builder: RunBuilder) -> Result<RunBuilder, gantry_core::WireError> {
@@ -96,6 +111,26 @@ impl gantry_core::Family for LspFamily {
 /// The settings section of the family.
 const SETTINGS_SECTION: &str = "lsp";
 
+/// The `lsp` section as honoured: in an untrusted workspace, its own file
+/// may not choose what a server runs (a cloned repository could name any
+/// program, a `tsserver` path or an interpreter to a server's settings),
+/// so those keys stand as the user set them. Also returns what was
+/// ignored.
+fn honoured(
+    settings: &gantry_core::Settings,
+) -> Result<(LspSettings, Vec<String>), gantry_core::SettingsError> {
+    settings.section_honoured(SETTINGS_SECTION, |path| {
+        matches!(
+            path,
+            [
+                "servers",
+                _,
+                "command" | "args" | "probe" | "initializationOptions" | "settings"
+            ]
+        )
+    })
+}
+
 /// Wires the family into a run: the supervisor (owned by the run, so every
 /// server ends with it), `lsp`, `lsp_rename`, and the write hook that
 /// reports, for every writer, the problems a write introduced in the files
@@ -105,21 +140,21 @@ const SETTINGS_SECTION: &str = "lsp";
 /// the tools stay on the surface, and `lsp status` shows the table in
 /// force.
 pub fn register(builder: RunBuilder) -> RunBuilder {
-    let settings = match builder
-        .current_settings()
-        .section::<LspSettings>(SETTINGS_SECTION)
-    {
-        Ok(settings) => settings,
+    let trusted = builder.current_settings().workspace_trusted();
+    let settings = match honoured(builder.current_settings()) {
+        Ok((settings, _ignored)) => settings,
         Err(e) => {
             tracing::warn!("{e}; using the default language-server settings");
             LspSettings::default()
         }
     };
-    let supervisor = Supervisor::new(
-        builder.workspace().root(),
-        Config::from_settings(settings),
-        builder.notices(),
-    );
+    let config = Config::from_settings(settings);
+    let config = if trusted {
+        config
+    } else {
+        config.passing_over_project_binaries()
+    };
+    let supervisor = Supervisor::new(builder.workspace().root(), config, builder.notices());
     builder
         .resource(Arc::new(supervisor.clone()))
         .write_hook(Arc::new(DiagnosticsHook::new(supervisor.clone())))

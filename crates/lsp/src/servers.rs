@@ -331,6 +331,16 @@ impl Config {
             dependents_cap: settings.dependents_cap.unwrap_or(50).max(1),
         }
     }
+
+    /// This configuration for a checkout the user has not trusted: no
+    /// server binary is taken from inside the workspace, since servers run
+    /// unconfined.
+    pub fn passing_over_project_binaries(mut self) -> Self {
+        for server in &mut self.servers {
+            server.program.outside_workspace_only = true;
+        }
+        self
+    }
 }
 
 /// What serving a file would take, as decided by the table.

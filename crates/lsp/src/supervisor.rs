@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use gantry_core::lock;
 use gantry_core::{Notices, Resource, Run, async_trait};
-use gantry_process::program::SEARCHED;
 use lsp_types::FileChangeType;
 use notify::Watcher;
 use tokio::sync::watch;
@@ -569,8 +568,9 @@ fn table_status(workspace: &Path, specs: &[ServerSpec]) -> String {
         let binary = match spec.program.resolve_binary(workspace, &root) {
             Ok(path) => format!("binary {}", path.display()),
             Err(no) if no.unusable.is_empty() => format!(
-                "MISSING binary `{}` (looked in {SEARCHED})",
-                spec.program.binaries.join("` / `")
+                "MISSING binary `{}` (looked in {})",
+                spec.program.binaries.join("` / `"),
+                spec.program.searched()
             ),
             Err(no) => format!("UNUSABLE binary: {}", no.unusable.join("; ")),
         };

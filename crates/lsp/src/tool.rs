@@ -194,7 +194,7 @@ impl Tool for Lsp {
                 sup.reload(file.as_deref()).await.map_err(unavailable)?
             }
             Action::Diagnostics if p.file.as_deref() == Some("*") => {
-                crate::checker::project_diagnostics(sup).await
+                crate::checker::project_diagnostics(sup, run).await
             }
             Action::Symbols if p.query.is_some() && p.file.is_none() => {
                 workspace_symbols(sup, p.query.as_deref().unwrap_or("")).await?

@@ -149,3 +149,109 @@ async fn a_server_that_dies_is_quoted_by_its_error_not_its_backtrace() {
     assert!(!hover.contains("frame_"), "{hover}");
     run.shutdown().await;
 }
+
+/// A cloned repository may tune the servers but not choose what they run:
+/// its `.gantry/settings.json`'s `command` is ignored (and said so), and a
+/// binary it ships (`node_modules/.bin/gopls`) is passed over, never even
+/// probed, unless the user's `trustedFolders` lists the folder. Language
+/// servers run unconfined, on the first file read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_workspace_cannot_choose_a_servers_program() {
+    let dir = gantry_core::testing::workspace_with(&[
+        ("go.mod", "module x\n"),
+        ("main.go", "package main\n"),
+        (
+            ".gantry/settings.json",
+            r#"{"lsp": {"maxRestarts": 0, "servers": {"gopls": {"command": ["gantry-test-planted"]}}}}"#,
+        ),
+    ]);
+    let planted = dir.path().join("node_modules/.bin/gopls");
+    std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+    let ran = dir.path().join("planted-ran");
+    script(&planted, &format!("touch '{}'; exit 1", ran.display()));
+    let home = tempfile::tempdir().unwrap();
+    let status_with = |user: serde_json::Value| {
+        let user_file = home.path().join("settings.json");
+        std::fs::write(&user_file, user.to_string()).unwrap();
+        let settings = gantry_core::Settings::load_from(&user_file, dir.path()).unwrap();
+        let warnings = gantry_core::Family::check_settings(&gantry_lsp::LspFamily, &settings);
+        let builder = gantry_core::Run::builder(gantry_core::Workspace::new(dir.path()).unwrap())
+            .settings(settings);
+        (gantry_lsp::register(builder).build(), warnings.join("\n"))
+    };
+
+    let (run, warnings) = status_with(json!({}));
+    let status = lsp(&run, json!({"action": "status"})).await;
+    assert!(!status.contains("gantry-test-planted"), "{status}");
+    assert!(
+        status.contains("- gopls (go): MISSING binary `gopls` (looked in PATH (the project's own"),
+        "{status}"
+    );
+    assert!(
+        warnings.contains("`lsp.servers.gopls.command`") && warnings.contains("trustedFolders"),
+        "{warnings}"
+    );
+    let hover = json!({"action": "hover", "file": "main.go", "line": 1, "symbol": "main"});
+    let refused = lsp(&run, hover.clone()).await;
+    assert!(refused.contains("not found in PATH"), "{refused}");
+    assert!(
+        !ran.exists(),
+        "the planted binary ran in an untrusted folder"
+    );
+    run.shutdown().await;
+
+    // Trusted, the folder's own settings and binaries count.
+    let (run, warnings) = status_with(json!({"trustedFolders": [dir.path()]}));
+    let status = lsp(&run, json!({"action": "status"})).await;
+    assert!(
+        status.contains("- gopls (go): MISSING binary `gantry-test-planted`"),
+        "{status}"
+    );
+    assert!(!warnings.contains("ignored"), "{warnings}");
+    run.shutdown().await;
+    std::fs::write(dir.path().join(".gantry/settings.json"), "{}").unwrap();
+    let (run, _) = status_with(json!({"trustedFolders": [dir.path()]}));
+    lsp(&run, hover).await;
+    assert!(ran.exists(), "a trusted folder's own binary is tried");
+    run.shutdown().await;
+}
+
+/// `diagnostics "*"` runs the project's checker, which runs the project's
+/// code (a `tsc` from its own `node_modules`, build scripts): in the run's
+/// sandbox, as `shell` would, so it writes in the workspace and nowhere
+/// else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_checker_runs_in_the_runs_sandbox() {
+    let outside = gantry_core::testing::outside_the_writable_defaults();
+    let target = outside.path().join("written-by-the-checker");
+    let (dir, run) = project(&[("tsconfig.json", "{}\n")], json!({}));
+    if !gantry_process::Sandbox::of(&run).await.confines() {
+        assert!(
+            gantry_core::testing::skip_requested(
+                "GANTRY_SKIP_SANDBOX",
+                "the confined-checker test, which needs Landlock"
+            ),
+            "Landlock does not confine here; set GANTRY_SKIP_SANDBOX=1 to skip"
+        );
+        return;
+    }
+    let tsc = dir.path().join("node_modules/.bin/tsc");
+    std::fs::create_dir_all(tsc.parent().unwrap()).unwrap();
+    script(
+        &tsc,
+        &format!(
+            "echo in > checked.txt && echo wrote inside\n\
+             echo out > '{}' || echo refused outside",
+            target.display()
+        ),
+    );
+    let said = lsp(&run, json!({"action": "diagnostics", "file": "*"})).await;
+    assert!(said.contains("$ tsc --noEmit"), "{said}");
+    assert!(
+        said.contains("wrote inside") && said.contains("refused outside"),
+        "{said}"
+    );
+    assert!(dir.path().join("checked.txt").exists());
+    assert!(!target.exists(), "the checker wrote outside the sandbox");
+    run.shutdown().await;
+}

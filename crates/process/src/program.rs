@@ -20,6 +20,10 @@ use crate::child::{Command, describe_exit};
 /// Where a binary was looked for, for a message that says so.
 pub const SEARCHED: &str = "node_modules/.bin, .venv/bin and venv/bin of the project, then PATH";
 
+/// Where a binary was looked for when the project's own were passed over.
+pub const SEARCHED_OUTSIDE: &str = "PATH (the project's own node_modules/.bin, .venv/bin and \
+     venv/bin are used only in a folder the user's `trustedFolders` lists)";
+
 /// How long a binary's probe may run before the binary counts as unusable.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -38,6 +42,11 @@ pub struct Program {
     pub versioned: bool,
     /// Files whose directory is a project root.
     pub root_markers: Vec<String>,
+    /// Pass over the project's own binaries (`node_modules/.bin`, ...):
+    /// for a program that runs unconfined, such as a language server,
+    /// in a checkout the user has not trusted, where a planted binary
+    /// would run with the user's full rights on the first file read.
+    pub outside_workspace_only: bool,
 }
 
 /// Where a usable program is.
@@ -152,7 +161,7 @@ impl Program {
             }
             let project = root
                 .ancestors()
-                .take_while(|dir| dir.starts_with(workspace))
+                .take_while(|dir| !self.outside_workspace_only && dir.starts_with(workspace))
                 .flat_map(|dir| {
                     ["node_modules/.bin", ".venv/bin", "venv/bin"].map(|local| dir.join(local))
                 });
@@ -195,12 +204,21 @@ impl Program {
         Err(refused)
     }
 
+    /// Where its binaries are looked for, in words.
+    pub fn searched(&self) -> &'static str {
+        if self.outside_workspace_only {
+            SEARCHED_OUTSIDE
+        } else {
+            SEARCHED
+        }
+    }
+
     /// Why no binary resolved, in words: not found (and where it was looked
     /// for), or found but failing its probe.
     pub fn describe(&self, no: &NoBinary) -> String {
         let names = self.binaries.join("` or `");
         if no.unusable.is_empty() {
-            format!("binary `{names}` not found in {SEARCHED}")
+            format!("binary `{names}` not found in {}", self.searched())
         } else {
             format!(
                 "binary `{names}` found but not usable: {}",
@@ -353,6 +371,22 @@ mod tests {
         assert_eq!(
             adapter.resolve_binary_on(&ws, &ws.join("web/app"), &path),
             Ok(ws.join("node_modules/.bin/debugpy-adapter"))
+        );
+        // Passed over on request, PATH's stands, and the message says so.
+        let mut outside = adapter.clone();
+        outside.outside_workspace_only = true;
+        assert_eq!(
+            outside.resolve_binary_on(&ws, &ws.join("web/app"), &path),
+            Ok(bin.join("debugpy-adapter"))
+        );
+        assert_eq!(
+            outside.resolve_binary_on(&ws, &ws, &[]),
+            Err(NoBinary::default())
+        );
+        assert!(
+            outside
+                .describe(&NoBinary::default())
+                .ends_with(SEARCHED_OUTSIDE)
         );
 
         // Versioned names: a PATH holding clangd-14 and clangd-19.
