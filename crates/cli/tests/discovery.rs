@@ -68,6 +68,42 @@ fn a_gemini_settings_file_is_read_as_it_is() {
     );
 }
 
+/// A configured server gets the user's environment (its credentials may
+/// live there, as Gemini CLI and Qwen Code pass them) but never Gantry's
+/// own secrets, unless its `env` names one.
+#[test]
+fn a_server_gets_the_users_variables_but_not_gantrys_secrets() {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let settings = state.path().join("settings.json");
+    write(
+        &settings,
+        &json!({"mcpServers": {"everything": {
+            "command": "mcp-server-everything",
+            "includeTools": ["get-env"],
+            "env": {"PASSED_ON_PURPOSE": "$TAVILY_API_KEY"}
+        }}})
+        .to_string(),
+    );
+    let (success, stdout, stderr) = output(
+        common::gantry(ws.path(), state.path())
+            .arg("--settings")
+            .arg(&settings)
+            .env("GANTRY_HTTP_TOKEN", "gantry-bearer-1")
+            .env("BRAVE_API_KEY", "brave-key-1")
+            .env("TAVILY_API_KEY", "tavily-key-1")
+            .env("MY_SERVICE_TOKEN", "users-own-1")
+            .args(["call", "everything__get-env", "{}"]),
+    );
+    assert!(success, "{stderr}");
+    assert!(stdout.contains("users-own-1"), "{stdout}");
+    assert!(!stdout.contains("gantry-bearer-1"), "{stdout}");
+    assert!(!stdout.contains("brave-key-1"), "{stdout}");
+    // Named in the server's `env`, it is passed: the user chose to.
+    assert!(stdout.contains("PASSED_ON_PURPOSE"), "{stdout}");
+    assert!(stdout.contains("tavily-key-1"), "{stdout}");
+}
+
 #[test]
 fn a_malformed_settings_file_is_named_with_line_and_column() {
     let ws = tempfile::tempdir().unwrap();

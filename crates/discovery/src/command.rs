@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use gantry_core::{DynTool, Prepared, Run, Tier, ToolContext, ToolError, ToolResult, ToolSpec};
-use gantry_process::{Capped, Child, Command, Sandbox, Stderr, Stdout, describe_exit};
+use gantry_process::{Capped, Child, Command, EnvPolicy, Sandbox, Stderr, Stdout, describe_exit};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
@@ -64,6 +64,8 @@ pub async fn discover(
         .args(&words[1..])
         .current_dir(root)
         .sandbox(sandbox)
+        .env_clear()
+        .envs(EnvPolicy::all_but_gantrys_secrets().environment())
         .stdout(Stdout::Capture {
             head: DISCOVERY_OUTPUT,
             tail: 0,
@@ -230,6 +232,8 @@ impl DynTool for DiscoveredTool {
             .arg(&self.declared)
             .current_dir(ctx.run.workspace().root())
             .sandbox(&sandbox)
+            .env_clear()
+            .envs(EnvPolicy::all_but_gantrys_secrets().environment())
             .stdin_piped()
             .stdout(Stdout::Capture {
                 head: HEAD_BYTES,

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use gantry_core::{Answer, Choice, Human, Question, lock};
-use gantry_process::{Child, Command, Sandbox, Stdout, describe_exit, expand_env};
+use gantry_process::{Child, Command, EnvPolicy, Sandbox, Stdout, describe_exit, expand_env};
 // Roots are deprecated by SEP-2577 (protocol 2026-07-28), yet the servers
 // of the 2025 revisions still ask for them, and SPEC §4 offers them.
 use rmcp::model::{
@@ -366,7 +366,9 @@ impl Server {
             })
             .stdin_piped()
             .stdout(Stdout::Piped)
-            .sandbox(self.sandbox.as_ref().map_err(Clone::clone)?);
+            .sandbox(self.sandbox.as_ref().map_err(Clone::clone)?)
+            .env_clear()
+            .envs(EnvPolicy::all_but_gantrys_secrets().environment());
         for (key, value) in &self.settings.env {
             let value = expand_env(value).map_err(|e| format!("`env.{key}`: {e}"))?;
             spawn.env(key, value);

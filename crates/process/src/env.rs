@@ -20,9 +20,12 @@
 //! checkout, so [`EnvPolicy::layered`] honours them only where they
 //! tighten the user's policy, unless the user trusts the folder.
 //!
-//! Servers the user configures (`mcpServers.*.env`) get exactly the
-//! variables their settings name instead, with `$VAR` taken from Gantry's
-//! unfiltered environment by [`expand`].
+//! Servers and commands the user configures (`mcpServers`,
+//! `toolDiscoveryCommand`) get Gantry's environment as Gemini CLI and Qwen
+//! Code pass it, since they may need the user's credentials, but never
+//! Gantry's own secrets ([`EnvPolicy::all_but_gantrys_secrets`]); a
+//! server's `env` comes on top, with `$VAR` taken from Gantry's unfiltered
+//! environment by [`expand`].
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -162,6 +165,18 @@ pub struct Layered {
 }
 
 impl EnvPolicy {
+    /// Everything but Gantry's own secrets ([`ALWAYS_REMOVED`]): for what
+    /// the user configured to run (an MCP server, a discovery command),
+    /// which may need the user's own credentials but never Gantry's.
+    pub fn all_but_gantrys_secrets() -> EnvPolicy {
+        EnvPolicy::new(EnvPolicySettings {
+            inherit: Some(Inherit::All),
+            ignore_default_excludes: Some(true),
+            ..EnvPolicySettings::default()
+        })
+        .expect("no glob to compile")
+    }
+
     /// The policy one section describes on its own.
     pub fn new(settings: EnvPolicySettings) -> Result<EnvPolicy, BadGlob> {
         Self::build(
