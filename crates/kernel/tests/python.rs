@@ -173,13 +173,23 @@ async fn a_cancelled_cell_is_interrupted_and_the_next_one_finds_the_state() {
         cancel: cancel.clone(),
         ..Default::default()
     };
-    let call = run.call_with("eval", py("import time\ntime.sleep(60)"), options);
+    let call = run.call_with(
+        "eval",
+        py("import time\nopen('started', 'w').close()\ntime.sleep(60)"),
+        options,
+    );
+    // Cancelled once the cell runs, not before it reached the kernel.
+    let started = dir.path().join("started");
     let cancelled = tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !started.exists() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
         cancel.cancel();
+        started.exists()
     });
-    let outcome = tokio::time::timeout(std::time::Duration::from_secs(10), call).await;
-    cancelled.await.unwrap();
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(40), call).await;
+    assert!(cancelled.await.unwrap(), "the cell never started");
     assert!(outcome.expect("the cancel ends the call").is_err());
     assert_eq!(cell(&run, py("v")).await.trim(), "'kept'");
     run.shutdown().await;
