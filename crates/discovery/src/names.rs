@@ -12,9 +12,11 @@ use serde_json::{Map, Value};
 /// The longest tool name model APIs accept.
 pub const MAX_NAME: usize = 64;
 
-/// How deep `$ref`s are followed before a recursive schema is cut to `{}`
-/// (anything), so a self-referencing tree cannot grow without end.
-const MAX_REF_DEPTH: usize = 8;
+/// How many `$ref`s one schema may have inlined: each may copy a whole
+/// definition, and definitions that use one another several times grow
+/// the schema exponentially (ten self-references nested eight deep are
+/// 10^8 copies). Past this, a `$ref` becomes `{}` (anything).
+const MAX_INLINED_REFS: usize = 256;
 
 /// The name of server `alias`'s tool `tool`: always `<alias>__<tool>`, so
 /// allowlists stay stable; see [`model_name`].
@@ -54,7 +56,12 @@ pub fn model_name(name: &str) -> String {
 /// upper-case type names (`STRING`) lower-cased, `$schema` dropped, and an
 /// object schema at the top however the server wrote it.
 pub fn clean_schema(schema: &Value) -> Value {
-    let mut out = inline(schema, schema, 0);
+    let mut inliner = Inliner {
+        root: schema,
+        open: Vec::new(),
+        refs_left: MAX_INLINED_REFS,
+    };
+    let mut out = inliner.inline(schema);
     if let Value::Object(object) = &mut out {
         object.remove("$schema");
         object.remove("$defs");
@@ -69,54 +76,77 @@ pub fn clean_schema(schema: &Value) -> Value {
     out
 }
 
-/// `value` with its `$ref`s resolved against `root`.
-fn inline(value: &Value, root: &Value, depth: usize) -> Value {
-    match value {
-        Value::Object(object) => {
-            if let Some(Value::String(reference)) = object.get("$ref") {
-                let target = reference
-                    .strip_prefix('#')
-                    .and_then(|pointer| root.pointer(pointer));
-                let mut resolved = match target {
-                    Some(target) if depth < MAX_REF_DEPTH => {
-                        match inline(target, root, depth + 1) {
-                            Value::Object(resolved) => resolved,
-                            _ => Map::new(),
+/// Resolves the `$ref`s of one schema against its root.
+struct Inliner<'a> {
+    root: &'a Value,
+    /// The `$ref`s being inlined, outermost first: one met again inside
+    /// itself is a recursive type, cut to `{}` rather than followed.
+    open: Vec<&'a str>,
+    /// See [`MAX_INLINED_REFS`].
+    refs_left: usize,
+}
+
+impl<'a> Inliner<'a> {
+    /// `value` with its `$ref`s resolved.
+    fn inline(&mut self, value: &'a Value) -> Value {
+        match value {
+            Value::Object(object) => {
+                if let Some(Value::String(reference)) = object.get("$ref") {
+                    let mut resolved = self.resolve(reference);
+                    // Siblings of `$ref` (a description) refine the target.
+                    for (key, sibling) in object {
+                        if key != "$ref" {
+                            resolved.insert(key.clone(), self.inline(sibling));
                         }
                     }
-                    _ => Map::new(),
-                };
-                // Siblings of `$ref` (a description) refine the target.
-                for (key, sibling) in object {
-                    if key != "$ref" {
-                        resolved.insert(key.clone(), inline(sibling, root, depth));
+                    return Value::Object(resolved);
+                }
+                let mut out = Map::new();
+                for (key, inner) in object {
+                    if key == "$defs" || key == "definitions" {
+                        continue;
                     }
+                    let inner = match (key.as_str(), inner) {
+                        ("type", Value::String(kind)) => Value::String(kind.to_ascii_lowercase()),
+                        // `properties` maps names to schemas: a property may
+                        // be called `type` or `$ref`.
+                        ("properties", Value::Object(properties)) => Value::Object(
+                            properties
+                                .iter()
+                                .map(|(name, schema)| (name.clone(), self.inline(schema)))
+                                .collect(),
+                        ),
+                        _ => self.inline(inner),
+                    };
+                    out.insert(key.clone(), inner);
                 }
-                return Value::Object(resolved);
+                Value::Object(out)
             }
-            let mut out = Map::new();
-            for (key, inner) in object {
-                if key == "$defs" || key == "definitions" {
-                    continue;
-                }
-                let inner = match (key.as_str(), inner) {
-                    ("type", Value::String(kind)) => Value::String(kind.to_ascii_lowercase()),
-                    // `properties` maps names to schemas: a property may be
-                    // called `type` or `$ref`.
-                    ("properties", Value::Object(properties)) => Value::Object(
-                        properties
-                            .iter()
-                            .map(|(name, schema)| (name.clone(), inline(schema, root, depth)))
-                            .collect(),
-                    ),
-                    _ => inline(inner, root, depth),
-                };
-                out.insert(key.clone(), inner);
-            }
-            Value::Object(out)
+            Value::Array(items) => Value::Array(items.iter().map(|i| self.inline(i)).collect()),
+            other => other.clone(),
         }
-        Value::Array(items) => Value::Array(items.iter().map(|i| inline(i, root, depth)).collect()),
-        other => other.clone(),
+    }
+
+    /// The definition `reference` names, inlined; empty (anything) when
+    /// it is not a local one, is recursive, or the budget is spent.
+    fn resolve(&mut self, reference: &'a str) -> Map<String, Value> {
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|pointer| self.root.pointer(pointer));
+        let Some(target) = target else {
+            return Map::new();
+        };
+        if self.open.contains(&reference) || self.refs_left == 0 {
+            return Map::new();
+        }
+        self.refs_left -= 1;
+        self.open.push(reference);
+        let resolved = self.inline(target);
+        self.open.pop();
+        match resolved {
+            Value::Object(resolved) => resolved,
+            _ => Map::new(),
+        }
     }
 }
 
@@ -190,5 +220,51 @@ mod tests {
             clean_schema(&json!({"properties": {}})),
             json!({"type": "object", "properties": {}})
         );
+    }
+
+    #[test]
+    fn definitions_that_use_each_other_many_times_stay_small() {
+        // Ten self-references per level: followed eight deep, 10^8 copies.
+        let fields: Map<String, Value> = (0..10)
+            .map(|i| (format!("f{i}"), json!({"$ref": "#/$defs/Node"})))
+            .collect();
+        let tree = json!({
+            "type": "object",
+            "properties": {"node": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": {"type": "object", "properties": fields}}
+        });
+        let clean = clean_schema(&tree);
+        // The recursion is cut at its first repeat, to anything.
+        let node = &clean["properties"]["node"];
+        assert_eq!(node["type"], "object", "{clean}");
+        assert_eq!(node["properties"]["f9"], json!({}), "{clean}");
+        jsonschema::validator_for(&clean).expect("a valid schema");
+
+        // A chain of definitions each using the next twice: 2^30 copies.
+        let mut defs = Map::new();
+        for level in 0..30 {
+            defs.insert(
+                format!("L{level}"),
+                json!({"type": "object", "properties": {
+                    "a": {"$ref": format!("#/$defs/L{}", level + 1)},
+                    "b": {"$ref": format!("#/$defs/L{}", level + 1)}
+                }}),
+            );
+        }
+        defs.insert("L30".into(), json!({"type": "string"}));
+        let chain = json!({
+            "type": "object",
+            "properties": {"chain": {"$ref": "#/$defs/L0"}},
+            "$defs": defs
+        });
+        let clean = clean_schema(&chain);
+        let size = clean.to_string().len();
+        assert!(size < 100_000, "the cleaned schema is {size} bytes");
+        // What fits in the budget is inlined; the rest is anything.
+        assert_eq!(
+            clean["properties"]["chain"]["properties"]["a"]["type"],
+            "object"
+        );
+        jsonschema::validator_for(&clean).expect("a valid schema");
     }
 }
