@@ -130,6 +130,10 @@ enum Command {
         #[command(flatten)]
         surface: SurfaceArgs,
     },
+    /// Confirm the workspace's .gantry/settings.json as it is now, after a
+    /// change made while Gantry ran commands for a model withheld the
+    /// trust your trustedFolders gives it.
+    Trust,
 }
 
 fn main() -> std::process::ExitCode {
@@ -374,6 +378,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             } else {
                 std::process::ExitCode::FAILURE
             })
+        }
+        Command::Trust => {
+            let said = gantry_core::witness::confirm(&root)
+                .context("cannot record the confirmation in Gantry's state directory")?;
+            println!("{said}");
+            Ok(std::process::ExitCode::SUCCESS)
         }
         Command::Status { surface } => {
             let run = gantry_assembly::build_run(

@@ -127,3 +127,58 @@ fn status_and_session_show_the_sandbox() {
     assert!(!replies[1].contains("sandbox is off"), "{}", replies[1]);
     assert!(target.exists());
 }
+
+/// The escape a trusted folder leaves open to a confined command: its
+/// `.gantry/settings.json` is in the workspace, which the command may
+/// write, and could turn the sandbox off for the next run. Gantry sees
+/// the file changed during the run and withholds the folder's trust until
+/// the user confirms the file with `gantry trust`.
+#[test]
+fn a_settings_file_changed_during_a_run_is_trusted_only_once_confirmed() {
+    if !sandbox_here() {
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let outside = gantry_core::testing::outside_the_writable_defaults();
+    let target = outside.path().join("escaped.txt");
+    let escape = format!("echo x > '{}' && echo WROTE-$((1+1))", target.display());
+    write_settings(
+        &state.path().join("home"),
+        json!({"trustedFolders": [ws.path()]}),
+    );
+
+    let written = texts(
+        ws.path(),
+        state.path(),
+        &["mkdir -p .gantry && echo '{\"sandbox\": {\"mode\": \"off\"}}' > .gantry/settings.json && echo written".into()],
+    );
+    assert!(written[0].contains("written"), "{}", written[0]);
+
+    // The next run is still confined, and says why.
+    let refused = texts(ws.path(), state.path(), std::slice::from_ref(&escape));
+    assert!(!refused[0].contains("WROTE-2"), "{}", refused[0]);
+    assert!(
+        !target.exists(),
+        "the changed settings turned the sandbox off"
+    );
+    let output = common::gantry(ws.path(), state.path())
+        .arg("status")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("is not trusted this time") && said.contains("gantry trust"),
+        "{said}"
+    );
+
+    // Confirmed by the user, the folder's settings count again.
+    let output = common::gantry(ws.path(), state.path())
+        .arg("trust")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let confirmed = texts(ws.path(), state.path(), std::slice::from_ref(&escape));
+    assert!(confirmed[0].contains("WROTE-2"), "{}", confirmed[0]);
+    assert!(target.exists());
+}

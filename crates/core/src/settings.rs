@@ -109,6 +109,7 @@ pub struct Settings {
     user: Layer,
     workspace: Layer,
     trusted: bool,
+    tainted: bool,
 }
 
 impl Settings {
@@ -143,6 +144,10 @@ impl Settings {
             settings.read(Level::User, file)?;
         }
         settings.trusted = trusted(&settings.user.values, root);
+        if settings.trusted && crate::witness::tainted(root) {
+            settings.trusted = false;
+            settings.tainted = true;
+        }
         settings.read(
             Level::Workspace,
             &root.join(".gantry").join("settings.json"),
@@ -279,6 +284,13 @@ impl Settings {
     /// folder above it), so its settings may loosen confinement too.
     pub fn workspace_trusted(&self) -> bool {
         self.trusted
+    }
+
+    /// Whether a folder `trustedFolders` lists is not trusted this time:
+    /// its settings file was changed while Gantry ran commands for a
+    /// model ([`crate::witness`]).
+    pub fn workspace_tainted(&self) -> bool {
+        self.tainted
     }
 
     /// The merged value of `key` with what only trust may set left to the
