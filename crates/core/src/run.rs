@@ -143,9 +143,12 @@ pub(crate) struct RunInner {
 }
 
 impl Drop for RunInner {
+    /// Kills every resource at once, last wired first, as
+    /// [`Run::shutdown`] ends them: one wired first may need the others
+    /// gone (the settings witness, the processes that could write).
     fn drop(&mut self) {
         let resources = std::mem::take(self.resources.get_mut().unwrap_or_else(|p| p.into_inner()));
-        for owned in resources {
+        for owned in resources.into_iter().rev() {
             owned.resource.kill_now();
         }
     }
@@ -356,7 +359,7 @@ impl Run {
         struct Pending(Vec<Arc<dyn Resource>>);
         impl Drop for Pending {
             fn drop(&mut self) {
-                for resource in self.0.drain(..) {
+                for resource in self.0.drain(..).rev() {
                     resource.kill_now();
                 }
             }

@@ -440,3 +440,44 @@ async fn ending_a_run_ends_its_processes() {
         "a dropped run left its process behind"
     );
 }
+
+/// Records when it was ended, in a log shared with the others.
+struct Logged(&'static str, Arc<std::sync::Mutex<Vec<String>>>);
+
+#[async_trait]
+impl Resource for Logged {
+    fn name(&self) -> String {
+        self.0.into()
+    }
+
+    async fn shutdown(&self) {
+        self.1.lock().unwrap().push(format!("shutdown {}", self.0));
+    }
+
+    fn kill_now(&self) {
+        self.1.lock().unwrap().push(format!("kill {}", self.0));
+    }
+}
+
+#[tokio::test]
+async fn resources_end_last_wired_first_however_the_run_ends() {
+    let (_dir, ws) = workspace();
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let wired = |log: &Arc<std::sync::Mutex<Vec<String>>>| {
+        Run::builder(ws.clone())
+            .resource(Arc::new(Logged("first", log.clone())))
+            .resource(Arc::new(Logged("second", log.clone())))
+            .build()
+    };
+    wired(&log).shutdown().await;
+    drop(wired(&log));
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "shutdown second",
+            "shutdown first",
+            "kill second",
+            "kill first"
+        ]
+    );
+}
