@@ -26,6 +26,8 @@ const SETTINGS_FILE: &str = ".gantry/settings.json";
 const TAINTED: &str = "tainted";
 /// The folder of the records of the runs that have not ended.
 const RUNS: &str = "runs";
+/// The stamp of a settings file that is not there.
+const ABSENT: &str = "absent";
 
 /// Why a trusted folder's settings are not trusted this time, for the
 /// warning and `gantry status`.
@@ -38,7 +40,7 @@ pub const TAINTED_REASON: &str = "it was changed while Gantry ran commands for a
 fn stamp(root: &Path) -> String {
     let path = root.join(SETTINGS_FILE);
     let Ok(meta) = std::fs::metadata(&path) else {
-        return "absent".into();
+        return ABSENT.into();
     };
     let modified = meta
         .modified()
@@ -83,8 +85,10 @@ pub(crate) fn tainted(root: &Path) -> bool {
             }
         }
     }
-    changed_under_a_run
-        || std::fs::read_to_string(folder.join(TAINTED)).is_ok_and(|tainted| tainted == now)
+    // A file that is not there sets nothing to withhold.
+    now != ABSENT
+        && (changed_under_a_run
+            || std::fs::read_to_string(folder.join(TAINTED)).is_ok_and(|tainted| tainted == now))
 }
 
 /// Confirms `root`'s settings file as it is now, on the user's word: it
@@ -108,7 +112,7 @@ pub fn confirm(root: &Path) -> std::io::Result<String> {
         Err(e) => return Err(e),
     }
     let file = root.join(SETTINGS_FILE);
-    Ok(if now == "absent" {
+    Ok(if now == ABSENT {
         format!("{} does not exist; nothing to confirm", file.display())
     } else {
         format!(
@@ -243,10 +247,12 @@ mod tests {
         // A run of a Gantry that no longer exists (no such pid), which
         // found no settings file; one was created since.
         let dead = folder(root).join(RUNS).join("999999999-0");
-        state::write_file(&dead, b"absent").unwrap();
+        state::write_file(&dead, ABSENT.as_bytes()).unwrap();
         settings(root, r#"{"mcpServers": {"x": {"command": "planted"}}}"#);
         assert!(tainted(root));
         assert!(!dead.exists(), "the dead run's record is settled");
         assert!(tainted(root), "and the file stays tainted");
+        std::fs::remove_file(root.join(SETTINGS_FILE)).unwrap();
+        assert!(!tainted(root), "no file sets nothing to withhold");
     }
 }
