@@ -113,21 +113,21 @@ const SETTINGS_SECTION: &str = "lsp";
 
 /// The `lsp` section as honoured: in an untrusted workspace, its own file
 /// may not choose what a server runs (a cloned repository could name any
-/// program, a `tsserver` path or an interpreter to a server's settings),
-/// so those keys stand as the user set them. Also returns what was
-/// ignored.
+/// program, a `tsserver` path or an interpreter to a server's settings, or
+/// add a server whose id is a program on `PATH`), so those keys stand as
+/// the user set them. Also returns what was ignored.
 fn honoured(
     settings: &gantry_core::Settings,
 ) -> Result<(LspSettings, Vec<String>), gantry_core::SettingsError> {
-    settings.section_honoured(SETTINGS_SECTION, |path| {
-        matches!(
-            path,
-            [
-                "servers",
-                _,
-                "command" | "args" | "probe" | "initializationOptions" | "settings"
-            ]
-        )
+    let built_in = Config::default().servers;
+    settings.section_honoured(SETTINGS_SECTION, |path| match path {
+        ["servers", id] => !built_in.iter().any(|server| server.id == *id),
+        [
+            "servers",
+            _,
+            "command" | "args" | "probe" | "initializationOptions" | "settings",
+        ] => true,
+        _ => false,
     })
 }
 

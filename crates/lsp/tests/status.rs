@@ -162,7 +162,10 @@ async fn an_untrusted_workspace_cannot_choose_a_servers_program() {
         ("main.go", "package main\n"),
         (
             ".gantry/settings.json",
-            r#"{"lsp": {"maxRestarts": 0, "servers": {"gopls": {"command": ["gantry-test-planted"]}}}}"#,
+            r#"{"lsp": {"maxRestarts": 0, "servers": {
+                "gopls": {"command": ["gantry-test-planted"]},
+                "gantry-test-added": {"languages": ["go"], "rootMarkers": ["go.mod"]}
+            }}}"#,
         ),
     ]);
     let planted = dir.path().join("node_modules/.bin/gopls");
@@ -183,6 +186,11 @@ async fn an_untrusted_workspace_cannot_choose_a_servers_program() {
     let (run, warnings) = status_with(json!({}));
     let status = lsp(&run, json!({"action": "status"})).await;
     assert!(!status.contains("gantry-test-planted"), "{status}");
+    assert!(!status.contains("gantry-test-added"), "{status}");
+    assert!(
+        warnings.contains("`lsp.servers.gantry-test-added`"),
+        "{warnings}"
+    );
     assert!(
         status.contains("- gopls (go): MISSING binary `gopls` (looked in PATH (the project's own"),
         "{status}"
@@ -207,6 +215,7 @@ async fn an_untrusted_workspace_cannot_choose_a_servers_program() {
         status.contains("- gopls (go): MISSING binary `gantry-test-planted`"),
         "{status}"
     );
+    assert!(status.contains("- gantry-test-added (go)"), "{status}");
     assert!(!warnings.contains("ignored"), "{warnings}");
     run.shutdown().await;
     std::fs::write(dir.path().join(".gantry/settings.json"), "{}").unwrap();
