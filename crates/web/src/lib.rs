@@ -102,27 +102,55 @@ struct SearchSection {
 /// The family as the run assembly wires it.
 pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("web", register)
     .settings(&[SETTINGS_SECTION], |settings| {
-        gantry_core::check_section::<FetchSettings>(settings, SETTINGS_SECTION)
+        let mut warnings = gantry_core::check_section::<FetchSettings>(settings, SETTINGS_SECTION);
+        if let Ok((_, ignored)) = honoured::<Value>(settings)
+            && !ignored.is_empty()
+        {
+            warnings.push(format!(
+                "ignored from {}: {}; these open private addresses or choose where searches (and \
+                 their API keys) go, so only ~/.gantry/settings.json or a folder its \
+                 `trustedFolders` lists may set them",
+                settings.workspace_file_shown(),
+                ignored
+                    .iter()
+                    .map(|path| format!("`{path}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        warnings
     });
+
+/// The `web` section as honoured: an untrusted workspace's own file may
+/// not open private addresses to `web_fetch` (a cloned repository could
+/// aim it at a cloud's metadata service) nor choose the search provider,
+/// its URL and the variable its key is read from (it could send any of
+/// the user's variables to a server of its own). Also returns what was
+/// ignored.
+fn honoured<T: serde::de::DeserializeOwned + Default>(
+    settings: &gantry_core::Settings,
+) -> Result<(T, Vec<String>), gantry_core::SettingsError> {
+    settings.section_honoured(SETTINGS_SECTION, |path| {
+        matches!(path, ["allowPrivateAddresses"] | ["search"])
+    })
+}
 
 /// Adds `web_fetch` and `web_search`. Both are always listed; a malformed
 /// `web` section makes the affected tool answer every call with the
 /// settings error instead of quietly running with defaults.
 pub fn register(builder: RunBuilder) -> RunBuilder {
     let settings = builder.current_settings();
-    let fetch = settings
-        .section::<FetchSettings>(SETTINGS_SECTION)
+    let fetch = honoured::<FetchSettings>(settings)
         .map_err(|e| e.to_string())
-        .and_then(|s| {
+        .and_then(|(s, _ignored)| {
             Ok(FetchConfig {
                 allow: allow(s.allow_private_addresses)?,
                 timeout: timeout(s.timeout_seconds)?,
             })
         });
-    let search = settings
-        .section::<SearchSection>(SETTINGS_SECTION)
+    let search = honoured::<SearchSection>(settings)
         .map_err(|e| e.to_string())
-        .and_then(|s| {
+        .and_then(|(s, _ignored)| {
             Ok(SearchConfig {
                 search: s.search,
                 timeout: timeout(s.timeout_seconds)?,
