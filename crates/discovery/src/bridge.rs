@@ -25,9 +25,12 @@ use crate::server::{Server, State};
 /// tools, and what of them the run's registry holds.
 pub struct Bridge {
     servers: Vec<Arc<Server>>,
-    discovered: Vec<Arc<DiscoveredTool>>,
-    /// What the discovery command gave: how many declarations, or why none.
-    pub discovery: Option<Result<usize, String>>,
+    discovered: Mutex<Vec<Arc<DiscoveredTool>>>,
+    /// What the discovery command gave: see [`Discovery`].
+    discovery: Mutex<Discovery>,
+    /// The discovery command while it runs, aborted (its process killed)
+    /// if the run ends first.
+    discovering: Mutex<Option<tokio::task::AbortHandle>>,
     run: OnceLock<WeakRun>,
     published: Mutex<Published>,
     notices: Notices,
@@ -46,20 +49,32 @@ struct Published {
     was_up: std::collections::BTreeSet<String>,
 }
 
+/// Where the discovery command is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Discovery {
+    /// No `toolDiscoveryCommand`.
+    NotConfigured,
+    /// Still running: its tools arrive when it finishes.
+    Running,
+    /// It declared this many tools.
+    Declared(usize),
+    /// It failed, and why.
+    Failed(String),
+}
+
 impl Bridge {
     /// A bridge over `servers` (built with [`Server::new`], told of
-    /// changes through the weak handle this gives them) and the
-    /// `discovered` tools.
+    /// changes through the weak handle this gives them); the discovered
+    /// tools come with [`Bridge::discovered`].
     pub fn new(
         servers: impl FnOnce(std::sync::Weak<Bridge>) -> Vec<Arc<Server>>,
-        discovered: Vec<Arc<DiscoveredTool>>,
-        discovery: Option<Result<usize, String>>,
         notices: Notices,
     ) -> Arc<Bridge> {
         Arc::new_cyclic(|weak| Bridge {
             servers: servers(weak.clone()),
-            discovered,
-            discovery,
+            discovered: Mutex::default(),
+            discovery: Mutex::new(Discovery::NotConfigured),
+            discovering: Mutex::default(),
             run: OnceLock::new(),
             published: Mutex::default(),
             notices,
@@ -69,6 +84,45 @@ impl Bridge {
     /// The configured servers.
     pub fn servers(&self) -> &[Arc<Server>] {
         &self.servers
+    }
+
+    /// Where the discovery command is.
+    pub fn discovery(&self) -> Discovery {
+        lock(&self.discovery).clone()
+    }
+
+    /// Says the discovery command is running in `task`, which is aborted
+    /// if the run ends before it finishes (unless it has finished already).
+    pub fn discovering(&self, task: tokio::task::AbortHandle) {
+        let mut discovery = lock(&self.discovery);
+        if *discovery == Discovery::NotConfigured {
+            *discovery = Discovery::Running;
+            *lock(&self.discovering) = Some(task);
+        }
+    }
+
+    /// What the discovery command gave: its tools join the run's (with
+    /// `tools/list_changed` and a notice when the run is already served).
+    pub fn discovered(&self, outcome: Result<Vec<Arc<DiscoveredTool>>, String>) {
+        let late = self.run.get().is_some();
+        let said = match outcome {
+            Ok(tools) => {
+                let count = tools.len();
+                *lock(&self.discovered) = tools;
+                *lock(&self.discovery) = Discovery::Declared(count);
+                format!("toolDiscoveryCommand finished: its {count} tools are now available")
+            }
+            Err(error) => {
+                tracing::warn!("tool discovery: {error}");
+                *lock(&self.discovery) = Discovery::Failed(error.clone());
+                format!("toolDiscoveryCommand failed: {error}")
+            }
+        };
+        lock(&self.discovering).take();
+        if late {
+            self.notices.push(said);
+            self.sync();
+        }
     }
 
     /// Name clashes this run settled, one line each.
@@ -121,7 +175,7 @@ impl Bridge {
                 }
             }
         };
-        for tool in &self.discovered {
+        for tool in lock(&self.discovered).iter() {
             offer(tool.clone(), "the discovery command".into());
         }
         let mut up = BTreeMap::new();
@@ -232,6 +286,10 @@ impl Resource for Bridge {
     }
 
     async fn shutdown(&self) {
+        // Dropping the command's future kills its process group.
+        if let Some(task) = lock(&self.discovering).take() {
+            task.abort();
+        }
         let mut stopping = tokio::task::JoinSet::new();
         for server in &self.servers {
             let server = server.clone();
@@ -241,6 +299,9 @@ impl Resource for Bridge {
     }
 
     fn kill_now(&self) {
+        if let Some(task) = lock(&self.discovering).take() {
+            task.abort();
+        }
         for server in &self.servers {
             server.kill_now();
         }

@@ -46,10 +46,26 @@ use gantry_process::sandbox::Policy;
 
 use gantry_core::{Family, Run, RunBuilder, Settings, WireError};
 
-use crate::bridge::Bridge;
-use crate::command::DiscoveredTool;
+use crate::bridge::{Bridge, Discovery};
+use crate::command::{Declaration, DiscoveredTool};
 use crate::config::DiscoverySettings;
 use crate::server::{STARTUP_BOUND, Server, State};
+
+/// The tools of the discovery command's `declarations`, each run by
+/// `toolCallCommand` (or failing with why it cannot be).
+fn discovered_tools(
+    declarations: Vec<Declaration>,
+    call_command: Option<String>,
+) -> Vec<Arc<DiscoveredTool>> {
+    let call = call_command
+        .as_deref()
+        .ok_or_else(|| format!("`{}` is not set", config::CALL_COMMAND))
+        .and_then(|call| command::words(config::CALL_COMMAND, call));
+    declarations
+        .into_iter()
+        .map(|declaration| Arc::new(DiscoveredTool::new(declaration, call.clone())))
+        .collect()
+}
 
 /// The sandbox of the run being wired, for what the family starts before
 /// the run exists (`Sandbox::of` needs the run): the same policy from the
@@ -102,33 +118,6 @@ impl Family for DiscoveryFamily {
         }
         let root = builder.workspace().root().to_path_buf();
         let sandbox = wiring_sandbox(&builder);
-        let (discovered, discovery) = match (&settings.discovery_command, &sandbox) {
-            (None, _) => (Vec::new(), None),
-            (Some(_), Err(error)) => (Vec::new(), Some(Err(error.clone()))),
-            (Some(command), Ok(sandbox)) => {
-                match command::discover(command, &root, sandbox).await {
-                    Ok(declarations) => {
-                        let count = declarations.len();
-                        let call = settings
-                            .call_command
-                            .as_deref()
-                            .ok_or_else(|| format!("`{}` is not set", config::CALL_COMMAND))
-                            .and_then(|call| command::words(config::CALL_COMMAND, call));
-                        let tools = declarations
-                            .into_iter()
-                            .map(|declaration| {
-                                Arc::new(DiscoveredTool::new(declaration, call.clone()))
-                            })
-                            .collect();
-                        (tools, Some(Ok(count)))
-                    }
-                    Err(error) => {
-                        tracing::warn!("tool discovery: {error}");
-                        (Vec::new(), Some(Err(error)))
-                    }
-                }
-            }
-        };
         let servers = settings
             .servers
             .into_iter()
@@ -147,14 +136,31 @@ impl Family for DiscoveryFamily {
                     })
                     .collect()
             },
-            discovered,
-            discovery,
             builder.notices(),
         );
         for server in bridge.servers() {
             server.start();
         }
+        // The discovery command runs beside the servers, under the same
+        // bound: a client waits for the server to start, and a slow
+        // command's tools arrive later, like a slow server's.
+        let mut discovery = settings.discovery_command.map(|command| {
+            let call = settings.call_command.clone();
+            let (told, root, sandbox) = (bridge.clone(), root.clone(), sandbox.clone());
+            let task = tokio::spawn(async move {
+                let outcome = match sandbox {
+                    Ok(sandbox) => command::discover(&command, &root, &sandbox).await,
+                    Err(error) => Err(error),
+                };
+                told.discovered(outcome.map(|declarations| discovered_tools(declarations, call)));
+            });
+            bridge.discovering(task.abort_handle());
+            task
+        });
         let deadline = tokio::time::Instant::now() + STARTUP_BOUND;
+        if let Some(task) = &mut discovery {
+            let _ = tokio::time::timeout_at(deadline, task).await;
+        }
         for server in bridge.servers() {
             let _ = tokio::time::timeout_at(deadline, server.settled()).await;
         }
@@ -172,10 +178,15 @@ impl Family for DiscoveryFamily {
         let Some(bridge) = run.resource::<Bridge>() else {
             return lines;
         };
-        match &bridge.discovery {
-            Some(Ok(count)) => lines.push(format!("toolDiscoveryCommand declared {count} tools")),
-            Some(Err(error)) => lines.push(format!("toolDiscoveryCommand failed: {error}")),
-            None => {}
+        match bridge.discovery() {
+            Discovery::NotConfigured => {}
+            Discovery::Running => lines.push(
+                "toolDiscoveryCommand is still running: its tools arrive when it finishes".into(),
+            ),
+            Discovery::Declared(count) => {
+                lines.push(format!("toolDiscoveryCommand declared {count} tools"))
+            }
+            Discovery::Failed(error) => lines.push(format!("toolDiscoveryCommand failed: {error}")),
         }
         for server in bridge.servers() {
             lines.push(match server.state() {

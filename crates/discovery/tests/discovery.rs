@@ -758,3 +758,69 @@ async fn a_servers_own_list_change_reaches_the_run() {
     assert_eq!(ok(&run, "py__grown", json!({})).await, "grown");
     run.shutdown().await;
 }
+
+/// A discovery command slower than the start-up bound does not hold the
+/// run back (a client waits for the server to start): its tools arrive
+/// later, with a notice, as a slow server's do. A run that ends first
+/// kills it.
+#[tokio::test]
+async fn a_slow_discovery_command_does_not_hold_up_the_start() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let tools = peer("tools.py");
+    let started = std::time::Instant::now();
+    let run = run_of(
+        dir.path(),
+        json!({
+            "toolDiscoveryCommand": format!("sh -c \"sleep 12; exec python3 '{tools}' discover\""),
+            "toolCallCommand": format!("python3 '{tools}' call"),
+        }),
+    )
+    .await;
+    let waited = started.elapsed();
+    // The bound is 10 s; the command takes 12.
+    assert!(waited < Duration::from_secs(12), "wiring waited {waited:?}");
+    assert!(
+        status(&run)
+            .await
+            .contains("toolDiscoveryCommand is still running"),
+        "{}",
+        status(&run).await
+    );
+    assert!(!names(&run).contains(&"add".to_string()));
+    let arrived = tools_until(&run, Duration::from_secs(60), |names| {
+        names.iter().any(|n| n == "add")
+    })
+    .await;
+    assert!(arrived, "{:?}", names(&run));
+    let added = ok(&run, "add", json!({"a": 2, "b": 3})).await;
+    assert!(added.starts_with('5'), "{added}");
+    assert!(
+        added.contains("toolDiscoveryCommand finished: its 5 tools are now available"),
+        "{added}"
+    );
+    assert!(
+        status(&run)
+            .await
+            .contains("toolDiscoveryCommand declared 5 tools")
+    );
+    run.shutdown().await;
+
+    let run = run_of(
+        dir.path(),
+        json!({
+            "toolDiscoveryCommand": "sh -c \"echo $$ > discovery.pid; exec sleep 60\"",
+            "toolCallCommand": "true",
+        }),
+    )
+    .await;
+    let pid: i32 = std::fs::read_to_string(dir.path().join("discovery.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    run.shutdown().await;
+    assert!(
+        gantry_core::testing::exited(pid, Duration::from_secs(10)).await,
+        "the discovery command outlived its run"
+    );
+}
