@@ -76,6 +76,14 @@ if not built:
 print(built[-1])
 '
 )"
-cargo test --workspace --no-fail-fast
+# Both halves run whatever the other found, so one failure does not hide
+# another; the script fails if either did.
+rust=0
+cargo test --workspace --no-fail-fast || rust=$?
 # -rs: the reason of every skip in the summary.
-GANTRY_BIN="$gantry_bin" python3 -m pytest -q -rs tests/e2e
+e2e=0
+GANTRY_BIN="$gantry_bin" python3 -m pytest -q -rs tests/e2e || e2e=$?
+if [ "$rust" != 0 ] || [ "$e2e" != 0 ]; then
+  echo "scripts/test.sh: failed (cargo test: exit $rust, end-to-end tests: exit $e2e)" >&2
+  exit 1
+fi

@@ -512,7 +512,7 @@ async fn a_crashed_adapter_is_reported_and_the_next_launch_starts_afresh() {
         "{running}"
     );
     let processes = session_processes(&run);
-    let adapter = *processes.iter().next().unwrap();
+    let adapter = common::adapter_pid(&run);
     // SAFETY: kill(2) of the adapter this test's session started.
     unsafe { libc::kill(adapter, libc::SIGKILL) };
     let gone = common::within(Duration::from_secs(30), || {

@@ -120,15 +120,19 @@ pub fn number_after(text: &str, marker: &str) -> i64 {
         .unwrap_or_else(|_| panic!("no number after {marker:?} in:\n{text}"))
 }
 
-/// The session's adapter pid and every process below it now.
-pub fn session_processes(run: &Run) -> BTreeSet<i32> {
-    let debugger = run
-        .resource::<gantry_dap::Debugger>()
-        .expect("the debugger is wired");
-    let pid = debugger
+/// The pid of the live session's adapter (not the smallest of its
+/// processes: pids wrap, and a child may have a smaller one).
+pub fn adapter_pid(run: &Run) -> i32 {
+    run.resource::<gantry_dap::Debugger>()
+        .expect("the debugger is wired")
         .current()
         .and_then(|s| s.adapter_pid())
-        .expect("a session with an adapter process") as i32;
+        .expect("a session with an adapter process") as i32
+}
+
+/// The session's adapter pid and every process below it now.
+pub fn session_processes(run: &Run) -> BTreeSet<i32> {
+    let pid = adapter_pid(run);
     let mut all = BTreeSet::from([pid]);
     all.extend(descendants(pid));
     all
