@@ -87,14 +87,10 @@ pub fn settings_warnings(settings: &Settings) -> Vec<String> {
             gantry_core::witness::TAINTED_REASON
         ));
     }
-    if let Ok((_, ignored)) = extra_roots(settings)
-        && !ignored.is_empty()
-    {
-        warnings.push(format!(
-            "`{EXTRA_ROOTS}` in {} is ignored: it widens what the tools and the sandbox reach, so only \
-             ~/.gantry/settings.json or a folder its `trustedFolders` lists may set it",
-            settings.workspace_file_shown()
-        ));
+    if let Ok((_, ignored)) = extra_roots(settings) {
+        warnings.extend(
+            settings.ignored_untrusted(&ignored, "it widens what the tools and the sandbox reach"),
+        );
     }
     for family in families() {
         warnings.extend(family.check_settings(settings));

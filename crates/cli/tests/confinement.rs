@@ -417,7 +417,7 @@ fn a_workspace_cannot_widen_its_own_roots_unless_trusted() {
         .unwrap();
     let said = String::from_utf8_lossy(&status.stderr);
     assert!(
-        said.contains("`extraRoots` in") && said.contains("is ignored"),
+        said.contains("ignored from") && said.contains("`extraRoots`; it widens"),
         "{said}"
     );
 

@@ -286,6 +286,25 @@ impl Settings {
         self.trusted
     }
 
+    /// The warning for keys of the workspace's file that were ignored
+    /// because only trust may set them (`None` when none were): `these`
+    /// says what they would have done ("these start processes").
+    pub fn ignored_untrusted(&self, ignored: &[impl AsRef<str>], these: &str) -> Option<String> {
+        if ignored.is_empty() {
+            return None;
+        }
+        let keys: Vec<String> = ignored
+            .iter()
+            .map(|key| format!("`{}`", key.as_ref()))
+            .collect();
+        Some(format!(
+            "ignored from {}: {}; {these}, so only ~/.gantry/settings.json or a folder its \
+             `trustedFolders` lists may set them",
+            self.workspace_file_shown(),
+            keys.join(", ")
+        ))
+    }
+
     /// Whether a folder `trustedFolders` lists is not trusted this time:
     /// its settings file was changed while Gantry ran commands for a
     /// model ([`crate::witness`]).

@@ -171,9 +171,7 @@ impl DiscoverySettings {
     /// used, a discovery command without a call command.
     pub fn warnings(&self, settings: &Settings) -> Vec<String> {
         let mut warnings = Vec::new();
-        if !self.ignored.is_empty() {
-            warnings.push(ignored_line(settings, &self.ignored));
-        }
+        warnings.extend(settings.ignored_untrusted(&self.ignored, "these start processes"));
         for (alias, server) in &self.servers {
             if !server.other.is_empty() {
                 let keys: Vec<&str> = server.other.keys().map(String::as_str).collect();
@@ -220,20 +218,6 @@ fn describe_files(settings: &Settings) -> String {
     } else {
         files.join(", ")
     }
-}
-
-/// What the workspace asked for and did not get, in one line.
-fn ignored_line(settings: &Settings, ignored: &[&str]) -> String {
-    let file = settings.workspace_file_shown();
-    format!(
-        "ignored from {file}: {}; these start processes, so only ~/.gantry/settings.json or a \
-         folder its `trustedFolders` lists may set them",
-        ignored
-            .iter()
-            .map(|key| format!("`{key}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
 }
 
 #[cfg(test)]

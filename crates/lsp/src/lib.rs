@@ -74,19 +74,10 @@ impl gantry_core::Family for LspFamily {
 
     fn check_settings(&self, settings: &gantry_core::Settings) -> Vec<String> {
         let mut warnings = gantry_core::check_section::<LspSettings>(settings, SETTINGS_SECTION);
-        if let Ok((_, ignored)) = honoured(settings)
-            && !ignored.is_empty()
-        {
-            warnings.push(format!(
-                "ignored from {}: {}; these choose what a language server runs, so only \
-                 ~/.gantry/settings.json or a folder its `trustedFolders` lists may set them",
-                settings.workspace_file_shown(),
-                ignored
-                    .iter()
-                    .map(|path| format!("`{path}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+        if let Ok((_, ignored)) = honoured(settings) {
+            warnings.extend(
+                settings.ignored_untrusted(&ignored, "these choose what a language server runs"),
+            );
         }
         warnings
     }

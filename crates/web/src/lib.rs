@@ -103,19 +103,10 @@ struct SearchSection {
 pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("web", register)
     .settings(&[SETTINGS_SECTION], |settings| {
         let mut warnings = gantry_core::check_section::<FetchSettings>(settings, SETTINGS_SECTION);
-        if let Ok((_, ignored)) = honoured::<Value>(settings)
-            && !ignored.is_empty()
-        {
-            warnings.push(format!(
-                "ignored from {}: {}; these open private addresses or choose where searches (and \
-                 their API keys) go, so only ~/.gantry/settings.json or a folder its \
-                 `trustedFolders` lists may set them",
-                settings.workspace_file_shown(),
-                ignored
-                    .iter()
-                    .map(|path| format!("`{path}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+        if let Ok((_, ignored)) = honoured::<Value>(settings) {
+            warnings.extend(settings.ignored_untrusted(
+                &ignored,
+                "these open private addresses or choose where searches (and their API keys) go",
             ));
         }
         warnings
