@@ -59,15 +59,39 @@ fn texts(ws: &Path, state: &Path, commands: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// A workspace, Gantry's home and state, and a file outside every
+/// writable root that a confined command must fail to write.
+struct Scene {
+    ws: tempfile::TempDir,
+    state: tempfile::TempDir,
+    /// Holds `target`'s folder for the test's life.
+    outside: tempfile::TempDir,
+    target: std::path::PathBuf,
+}
+
+impl Scene {
+    fn new() -> Scene {
+        let outside = gantry_core::testing::outside_the_writable_defaults();
+        Scene {
+            ws: tempfile::tempdir().unwrap(),
+            state: tempfile::tempdir().unwrap(),
+            target: outside.path().join("escaped.txt"),
+            outside,
+        }
+    }
+}
+
 #[test]
 fn status_and_session_show_the_sandbox() {
     if !sandbox_here() {
         return;
     }
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let outside = gantry_core::testing::outside_the_writable_defaults();
-    let target = outside.path().join("escaped.txt");
+    let Scene {
+        ws,
+        state,
+        outside: _outside,
+        target,
+    } = Scene::new();
 
     let text = status(ws.path(), state.path());
     assert!(
@@ -138,10 +162,12 @@ fn a_settings_file_changed_during_a_run_is_trusted_only_once_confirmed() {
     if !sandbox_here() {
         return;
     }
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let outside = gantry_core::testing::outside_the_writable_defaults();
-    let target = outside.path().join("escaped.txt");
+    let Scene {
+        ws,
+        state,
+        outside: _outside,
+        target,
+    } = Scene::new();
     let escape = format!("echo x > '{}' && echo WROTE-$((1+1))", target.display());
     write_settings(
         &state.path().join("home"),

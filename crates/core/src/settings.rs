@@ -486,6 +486,16 @@ mod tests {
         path
     }
 
+    /// A home folder for the user's file, and a workspace whose own
+    /// settings file holds `workspace`.
+    fn home_and_workspace(workspace: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join(".gantry")).unwrap();
+        write(&root.path().join(".gantry"), "settings.json", workspace);
+        (home, root)
+    }
+
     #[test]
     fn workspace_wins_key_by_key_and_sections_deserialise() {
         let dir = tempfile::tempdir().unwrap();
@@ -542,9 +552,7 @@ mod tests {
 
     #[test]
     fn levels_are_read_apart_and_only_the_user_trusts_a_folder() {
-        let home = tempfile::tempdir().unwrap();
-        let root = tempfile::tempdir().unwrap();
-        std::fs::create_dir(root.path().join(".gantry")).unwrap();
+        let (home, root) = home_and_workspace("{}");
         write(
             &root.path().join(".gantry"),
             "settings.json",
@@ -597,12 +605,7 @@ mod tests {
 
     #[test]
     fn an_untrusted_workspace_sets_only_ungated_paths_of_a_section() {
-        let home = tempfile::tempdir().unwrap();
-        let root = tempfile::tempdir().unwrap();
-        std::fs::create_dir(root.path().join(".gantry")).unwrap();
-        write(
-            &root.path().join(".gantry"),
-            "settings.json",
+        let (home, root) = home_and_workspace(
             r#"{"lsp": {"idleSeconds": 5, "servers": {"x": {"command": ["evil"], "rootMarkers": ["m"]}}},
                 "extraRoots": ["/"]}"#,
         );
