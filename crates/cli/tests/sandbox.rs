@@ -65,33 +65,34 @@ struct Scene {
     ws: tempfile::TempDir,
     state: tempfile::TempDir,
     /// Holds `target`'s folder for the test's life.
-    outside: tempfile::TempDir,
+    _outside: tempfile::TempDir,
     target: std::path::PathBuf,
 }
 
 impl Scene {
-    fn new() -> Scene {
+    /// A scene, where the sandbox tests run (see [`sandbox_here`]).
+    fn if_sandbox_here() -> Option<Scene> {
+        if !sandbox_here() {
+            return None;
+        }
         let outside = gantry_core::testing::outside_the_writable_defaults();
-        Scene {
+        Some(Scene {
             ws: tempfile::tempdir().unwrap(),
             state: tempfile::tempdir().unwrap(),
             target: outside.path().join("escaped.txt"),
-            outside,
-        }
+            _outside: outside,
+        })
     }
 }
 
 #[test]
 fn status_and_session_show_the_sandbox() {
-    if !sandbox_here() {
+    let Some(scene) = Scene::if_sandbox_here() else {
         return;
-    }
+    };
     let Scene {
-        ws,
-        state,
-        outside: _outside,
-        target,
-    } = Scene::new();
+        ws, state, target, ..
+    } = &scene;
 
     let text = status(ws.path(), state.path());
     assert!(
@@ -159,15 +160,12 @@ fn status_and_session_show_the_sandbox() {
 /// the user confirms the file with `gantry trust`.
 #[test]
 fn a_settings_file_changed_during_a_run_is_trusted_only_once_confirmed() {
-    if !sandbox_here() {
+    let Some(scene) = Scene::if_sandbox_here() else {
         return;
-    }
+    };
     let Scene {
-        ws,
-        state,
-        outside: _outside,
-        target,
-    } = Scene::new();
+        ws, state, target, ..
+    } = &scene;
     let escape = format!("echo x > '{}' && echo WROTE-$((1+1))", target.display());
     write_settings(
         &state.path().join("home"),
