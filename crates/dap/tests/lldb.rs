@@ -29,6 +29,17 @@ fn build(root: &Path) {
     assert!(built.success(), "cc failed");
 }
 
+/// The fixture built and started with `--forever`, for a test to attach
+/// to; it dies with the returned child.
+fn running_forever(root: &Path) -> gantry_process::Child {
+    build(root);
+    gantry_process::Command::new(root.join("build/app"))
+        .arg("--forever")
+        .current_dir(root)
+        .spawn()
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn lldb_stops_inspects_steps_and_runs_to_the_end() {
     if !lldb() {
@@ -191,12 +202,7 @@ async fn lldb_attaches_to_a_process_by_pid_and_detaches() {
         json!({}),
         json!({"sandbox": {"mode": "off"}}),
     );
-    build(dir.path());
-    let program = gantry_process::Command::new(dir.path().join("build/app"))
-        .arg("--forever")
-        .current_dir(dir.path())
-        .spawn()
-        .unwrap();
+    let program = running_forever(dir.path());
     let attached = debug(&run, json!({"op": "attach", "pid": program.pid()})).await;
     assert!(
         attached.starts_with(&format!("attached to process {} under lldb", program.pid())),
@@ -241,12 +247,7 @@ async fn lldb_attach_by_pid_under_the_sandbox_says_why_it_cannot() {
         );
         return;
     }
-    build(dir.path());
-    let program = gantry_process::Command::new(dir.path().join("build/app"))
-        .arg("--forever")
-        .current_dir(dir.path())
-        .spawn()
-        .unwrap();
+    let program = running_forever(dir.path());
     let refused = debug(&run, json!({"op": "attach", "pid": program.pid()})).await;
     assert!(
         refused.contains("ERROR") && refused.contains("forbids tracing process"),

@@ -173,20 +173,29 @@ async fn a_cancelled_cell_is_interrupted_and_the_next_one_finds_the_state() {
         cancel: cancel.clone(),
         ..Default::default()
     };
+    // Cancelled once the cell runs, not before it reached the kernel: it
+    // says so through a FIFO whose read end waits here for its word.
+    let started = dir.path().join("started");
+    let fifo = std::ffi::CString::new(started.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo(3) with a NUL-terminated path that lives to the call's end.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let mut said = tokio::net::unix::pipe::OpenOptions::new()
+        // Open read-write, so the read end waits for a writer instead of
+        // seeing the end of a pipe no one has opened yet.
+        .read_write(true)
+        .open_receiver(&started)
+        .unwrap();
     let call = run.call_with(
         "eval",
-        py("import time\nopen('started', 'w').close()\ntime.sleep(60)"),
+        py("import time\nopen('started', 'w').write('x')\ntime.sleep(60)"),
         options,
     );
-    // Cancelled once the cell runs, not before it reached the kernel.
-    let started = dir.path().join("started");
     let cancelled = tokio::spawn(async move {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !started.exists() && std::time::Instant::now() < deadline {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let mut word = [0u8; 1];
+        let read = tokio::io::AsyncReadExt::read_exact(&mut said, &mut word);
+        let heard = tokio::time::timeout(std::time::Duration::from_secs(30), read).await;
         cancel.cancel();
-        started.exists()
+        heard.is_ok_and(|read| read.is_ok())
     });
     let outcome = tokio::time::timeout(std::time::Duration::from_secs(40), call).await;
     assert!(cancelled.await.unwrap(), "the cell never started");

@@ -49,6 +49,19 @@ pub struct Program {
     pub outside_workspace_only: bool,
 }
 
+/// `name` on `PATH`, or else its highest versioned form (`clangd-19`),
+/// whether or not it runs: for a test or a script to ask what is
+/// installed the way Gantry looks for it.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    let program = Program {
+        binaries: vec![name.to_string()],
+        versioned: true,
+        ..Program::default()
+    };
+    let anywhere = Path::new("/");
+    program.resolve_binary(anywhere, anywhere).ok()
+}
+
 /// Where a usable program is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Located {

@@ -747,19 +747,18 @@ impl Tree {
                 live,
                 dead_children,
             } = descendants();
-            if live.is_empty() {
-                if dead_children {
-                    // Died between the reap and the look: reap it before
-                    // leaving, or PID 1 inherits a zombie it may never reap.
-                    continue;
-                }
+            // A child that died between the reap and the look is reaped
+            // in the next round, or PID 1 would inherit a zombie it may
+            // never reap.
+            if live.is_empty() && !dead_children {
                 return;
             }
             for pidfd in &live {
                 let _ = pidfd_send_signal(pidfd, Signal::KILL);
             }
             // A child's death says so at once; the bound only rescans in
-            // case a death reached no one of ours yet.
+            // case a death reached no one of ours yet (or was told before
+            // this round's reap).
             let mut fds = [PollFd::new(&signals.fd, PollFlags::IN)];
             let bound = rustix::event::Timespec {
                 tv_sec: 0,

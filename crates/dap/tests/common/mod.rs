@@ -38,17 +38,7 @@ pub fn debugpy() -> bool {
     )
 }
 
-/// `bin` on PATH, or the highest `bin-NN`, found as gantry-process finds
-/// an adapter's or a server's binary.
-pub fn on_path(bin: &str) -> Option<PathBuf> {
-    let program = gantry_process::Program {
-        binaries: vec![bin.to_string()],
-        versioned: true,
-        ..Default::default()
-    };
-    let anywhere = std::path::Path::new("/");
-    program.resolve_binary(anywhere, anywhere).ok()
-}
+pub use gantry_process::program::on_path;
 
 /// The committed fixture `name` (a directory under tests/fixtures), as
 /// (path, content) pairs for a temp workspace: fixtures are copied, never

@@ -2,8 +2,6 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-
 use gantry_core::write::ChangeSet;
 use gantry_core::{Run, RunBuilder, Settings, Workspace};
 use serde_json::{Value, json};
@@ -54,17 +52,7 @@ pub fn typescript() -> bool {
     true
 }
 
-/// `bin` on PATH, or the highest `bin-NN`, found as gantry-process finds
-/// a server's binary.
-fn on_path(bin: &str) -> Option<PathBuf> {
-    let program = gantry_process::Program {
-        binaries: vec![bin.to_string()],
-        versioned: true,
-        ..Default::default()
-    };
-    let anywhere = std::path::Path::new("/");
-    program.resolve_binary(anywhere, anywhere).ok()
-}
+use gantry_process::program::on_path;
 
 /// A temp project with `files` and a run with the family wired, with the
 /// test binary's state directory in a temp dir before anything writes
