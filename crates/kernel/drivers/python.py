@@ -60,6 +60,19 @@ def _gantry_driver():
     no_interrupt = NoInterrupt()
     running = [False]
 
+    def on_interrupt(signum, frame):
+        """KeyboardInterrupt in the cell only: the host sends SIGINT a
+        second time when the first was lost, and that one must not cut the
+        driver's own work short once the cell is over."""
+        if running[0]:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+
+    def stop_interrupts():
+        running[0] = False
+        signal.pthread_sigmask(signal.SIG_BLOCK, no_interrupt_mask)
+
     # Threads of the cell print too: one frame at a time on the pipe.
     frame_lock = threading.Lock()
 
@@ -513,6 +526,12 @@ def _gantry_driver():
         tb = error.__traceback__
         while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell"):
             tb = tb.tb_next
+        # The interrupt handler is the driver's, not a frame of the cell.
+        last = tb
+        while last is not None and last.tb_next is not None:
+            if last.tb_next.tb_frame.f_code is on_interrupt.__code__:
+                last.tb_next = None
+            last = last.tb_next
         if isinstance(error, SyntaxError):
             tb = None
         return "".join(traceback.format_exception(type(error), error, tb))
@@ -539,12 +558,13 @@ def _gantry_driver():
             try:
                 value = run_source(source, filename, echo=True)
             finally:
-                signal.pthread_sigmask(signal.SIG_BLOCK, no_interrupt_mask)
-                running[0] = False
+                stop_interrupts()
             if value is not None:
                 user_ns["_"] = value
                 send({"type": "result", "data": bundle(value)})
         except BaseException as error:  # KeyboardInterrupt and SystemExit too: the kernel stays
+            # A second interrupt may have cut the `finally` above short.
+            stop_interrupts()
             if isinstance(error, HostGone):
                 raise
             send({"type": "error", "ename": type(error).__name__, "evalue": str(error),

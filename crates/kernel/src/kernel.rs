@@ -341,12 +341,7 @@ impl Kernel {
                     traceback,
                 } => {
                     raised = true;
-                    transcript.ensure_line_start();
-                    if traceback.trim().is_empty() {
-                        transcript.text(&format!("{ename}: {evalue}\n"));
-                    } else {
-                        transcript.text(&traceback);
-                    }
+                    transcript.error(&ename, &evalue, &traceback);
                 }
                 FromKernel::Done { names, modules } => {
                     self.names = names;
@@ -428,6 +423,10 @@ pub struct CellState {
 /// answered as cancelled, SIGINT goes to the interpreter, and the cell's
 /// end is awaited for `grace`; past that, the kernel is killed. True when
 /// the kernel survived (its state with it).
+///
+/// SIGINT is sent again halfway through the grace, as a person at a
+/// terminal presses Ctrl-C twice: Python loses an interrupt that lands in
+/// a finaliser (closing a file, say) or in a bare `except:` of the cell.
 pub async fn settle(
     kernel: &mut Kernel,
     state: &mut CellState,
@@ -441,39 +440,12 @@ pub async fn settle(
         let cancelled = tool_result(id, Err("cancelled: the cell was interrupted".into()));
         let _ = kernel.send(&cancelled).await;
     }
-    let ended = tokio::time::timeout(grace, async {
-        while let Some(frame) = kernel.frames.recv().await {
-            kernel.drain_output(transcript);
-            match frame {
-                Ok(FromKernel::Done { names, modules }) => {
-                    kernel.names = names;
-                    kernel.modules = modules;
-                    return true;
-                }
-                Ok(FromKernel::Error {
-                    traceback,
-                    ename,
-                    evalue,
-                }) => {
-                    transcript.ensure_line_start();
-                    if traceback.trim().is_empty() {
-                        transcript.text(&format!("{ename}: {evalue}\n"));
-                    } else {
-                        transcript.text(&traceback);
-                    }
-                }
-                Ok(FromKernel::Stream { text, .. }) => transcript.text(&text),
-                Ok(FromKernel::ToolCall { id, .. }) => {
-                    let refused =
-                        tool_result(id, Err("cancelled: the cell was interrupted".into()));
-                    let _ = kernel.send(&refused).await;
-                }
-                _ => {}
-            }
-        }
-        false
-    })
-    .await;
+    let first = grace / 2;
+    let mut ended = tokio::time::timeout(first, cell_end(kernel, transcript)).await;
+    if ended.is_err() {
+        kernel.interrupt();
+        ended = tokio::time::timeout(grace - first, cell_end(kernel, transcript)).await;
+    }
     state.running = false;
     match ended {
         Ok(true) => {
@@ -494,6 +466,34 @@ pub async fn settle(
             false
         }
     }
+}
+
+/// Reads an interrupted cell's frames to its end: true at `done`, false
+/// when the kernel's pipe closed first. Bridged calls it still makes are
+/// refused.
+async fn cell_end(kernel: &mut Kernel, transcript: &mut Transcript) -> bool {
+    while let Some(frame) = kernel.frames.recv().await {
+        kernel.drain_output(transcript);
+        match frame {
+            Ok(FromKernel::Done { names, modules }) => {
+                kernel.names = names;
+                kernel.modules = modules;
+                return true;
+            }
+            Ok(FromKernel::Error {
+                traceback,
+                ename,
+                evalue,
+            }) => transcript.error(&ename, &evalue, &traceback),
+            Ok(FromKernel::Stream { text, .. }) => transcript.text(&text),
+            Ok(FromKernel::ToolCall { id, .. }) => {
+                let refused = tool_result(id, Err("cancelled: the cell was interrupted".into()));
+                let _ = kernel.send(&refused).await;
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 fn tool_result(id: u64, reply: Result<gantry_core::ToolResult, String>) -> ToKernel<'static> {

@@ -102,6 +102,9 @@ pub struct Kernels {
 struct Slot {
     kernel: Option<Kernel>,
     state: CellState,
+    /// What became of a cancelled cell whose kernel had to be killed,
+    /// told by the next call (the cancelled call could not say it).
+    killed_after_cancel: Option<String>,
 }
 
 impl Kernels {
@@ -257,7 +260,7 @@ impl Tool for Eval {
             grace,
         };
         let slot = session.slot.as_mut().expect("held until dropped");
-        let mut notes = Vec::new();
+        let mut notes: Vec<String> = slot.killed_after_cancel.take().into_iter().collect();
         if params.reset == Some(true)
             && let Some(kernel) = slot.kernel.take()
         {
@@ -283,7 +286,7 @@ impl Tool for Eval {
             notes.push(format!("started {}", kernel.shown));
             slot.kernel = Some(kernel);
         }
-        let Slot { kernel, state } = &mut **slot;
+        let Slot { kernel, state, .. } = &mut **slot;
         let kernel = kernel.as_mut().expect("started above");
         let mut transcript = Transcript::default();
         let ended = kernel
@@ -390,10 +393,20 @@ impl Drop for Session {
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
-                    let Slot { kernel, state } = &mut *slot;
+                    let Slot {
+                        kernel,
+                        state,
+                        killed_after_cancel,
+                    } = &mut *slot;
                     if let Some(live) = kernel.as_mut() {
+                        let lost = live.lost();
                         let mut unseen = Transcript::default();
                         if !settle(live, state, grace, &mut unseen).await {
+                            *killed_after_cancel = Some(format!(
+                                "the cancelled cell before this call did not stop within {:.1} s of SIGINT, so its {} kernel was killed; {lost}",
+                                grace.as_secs_f64(),
+                                live.language.name(),
+                            ));
                             *kernel = None;
                         }
                     }

@@ -70,6 +70,17 @@ impl Transcript {
         }
     }
 
+    /// Appends an error the cell raised: its traceback, or its name and
+    /// message when it has none.
+    pub fn error(&mut self, name: &str, message: &str, traceback: &str) {
+        self.ensure_line_start();
+        if traceback.trim().is_empty() {
+            self.text(&format!("{name}: {message}\n"));
+        } else {
+            self.text(traceback);
+        }
+    }
+
     /// Appends a mime bundle, its best form: an image, else Markdown, else
     /// plain text.
     pub fn bundle(&mut self, data: &Bundle) {

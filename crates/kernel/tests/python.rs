@@ -136,6 +136,11 @@ async fn the_idle_budget_interrupts_and_the_state_survives() {
     assert!(error.contains("sleeping"), "{error}");
     assert!(error.contains("idle budget of 1 s"), "{error}");
     assert!(error.contains("KeyboardInterrupt"), "{error}");
+    // The traceback ends in the cell, not in the driver's handler.
+    assert!(
+        error.contains("line 3, in <module>\n    time.sleep(60)\nKeyboardInterrupt"),
+        "{error}"
+    );
     assert!(error.contains("variables survive"), "{error}");
     assert_eq!(cell(&run, py("z")).await.trim(), "5");
     run.shutdown().await;
@@ -168,39 +173,45 @@ async fn a_cancelled_cell_is_interrupted_and_the_next_one_finds_the_state() {
     let dir = workspace(&[]);
     let run = run(dir.path());
     cell(&run, py("v = 'kept'")).await;
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let options = gantry_core::CallOptions {
-        cancel: cancel.clone(),
-        ..Default::default()
-    };
-    // Cancelled once the cell runs, not before it reached the kernel: it
-    // says so through a FIFO whose read end waits here for its word.
-    let started = dir.path().join("started");
-    let fifo = std::ffi::CString::new(started.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: mkfifo(3) with a NUL-terminated path that lives to the call's end.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
-    let mut said = tokio::net::unix::pipe::OpenOptions::new()
-        // Open read-write, so the read end waits for a writer instead of
-        // seeing the end of a pipe no one has opened yet.
-        .read_write(true)
-        .open_receiver(&started)
-        .unwrap();
-    let call = run.call_with(
-        "eval",
-        py("import time\nopen('started', 'w').write('x')\ntime.sleep(60)"),
-        options,
+    // The cell swallows the first SIGINT, as a bare `except:` or a
+    // finaliser does; the second, halfway through the grace, stops it.
+    cancel_once_started(
+        &run,
+        dir.path(),
+        "import time\nf = open('started', 'w')\ntry:\n    f.write('x')\n    f.flush()\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    open('swallowed', 'w').close()\ntime.sleep(60)",
+    )
+    .await;
+    let next = cell(&run, py("v")).await;
+    assert_eq!(next.trim(), "'kept'", "{next}");
+    assert!(
+        dir.path().join("swallowed").exists(),
+        "the first SIGINT reached the cell"
     );
-    let cancelled = tokio::spawn(async move {
-        let mut word = [0u8; 1];
-        let read = tokio::io::AsyncReadExt::read_exact(&mut said, &mut word);
-        let heard = tokio::time::timeout(std::time::Duration::from_secs(30), read).await;
-        cancel.cancel();
-        heard.is_ok_and(|read| read.is_ok())
-    });
-    let outcome = tokio::time::timeout(std::time::Duration::from_secs(40), call).await;
-    assert!(cancelled.await.unwrap(), "the cell never started");
-    assert!(outcome.expect("the cancel ends the call").is_err());
-    assert_eq!(cell(&run, py("v")).await.trim(), "'kept'");
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_cell_that_will_not_stop_is_killed_and_the_next_call_says_so() {
+    let dir = workspace(&[]);
+    let run = run_with(
+        dir.path(),
+        json!({"eval": {"interruptGrace": 0.5}}),
+        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
+        None,
+    );
+    cell(&run, py("w = 1")).await;
+    cancel_once_started(
+        &run,
+        dir.path(),
+        "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nf = open('started', 'w')\nf.write('x')\nf.flush()\ntime.sleep(60)",
+    )
+    .await;
+    let next = cell(&run, py("'w' in globals()")).await;
+    assert!(next.starts_with("False"), "{next}");
+    assert!(
+        next.contains("the cancelled cell before this call did not stop within 0.5 s of SIGINT, so its Python kernel was killed; lost: variables w"),
+        "{next}"
+    );
     run.shutdown().await;
 }
 

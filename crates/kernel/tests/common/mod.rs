@@ -161,3 +161,35 @@ pub fn snapshot(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
     out.sort();
     out
 }
+
+/// Runs a cell that writes a byte to `started` in `dir` once it is under
+/// way, and cancels its call when that byte arrives: cancelled while it
+/// runs, not before it reached the kernel. The call must end with an error.
+pub async fn cancel_once_started(run: &Run, dir: &Path, code: &str) {
+    let started = dir.join("started");
+    let fifo = std::ffi::CString::new(started.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo(3) with a NUL-terminated path that lives to the call's end.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let mut said = tokio::net::unix::pipe::OpenOptions::new()
+        // Open read-write, so the read end waits for a writer instead of
+        // seeing the end of a pipe no one has opened yet.
+        .read_write(true)
+        .open_receiver(&started)
+        .unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let options = gantry_core::CallOptions {
+        cancel: cancel.clone(),
+        ..Default::default()
+    };
+    let call = run.call_with("eval", py(code), options);
+    let cancelled = tokio::spawn(async move {
+        let mut word = [0u8; 1];
+        let read = tokio::io::AsyncReadExt::read_exact(&mut said, &mut word);
+        let heard = tokio::time::timeout(std::time::Duration::from_secs(30), read).await;
+        cancel.cancel();
+        heard.is_ok_and(|read| read.is_ok())
+    });
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(40), call).await;
+    assert!(cancelled.await.unwrap(), "the cell never started");
+    assert!(outcome.expect("the cancel ends the call").is_err());
+}
