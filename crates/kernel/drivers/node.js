@@ -26,8 +26,21 @@
     return own;
   });
   delete process.env.GANTRY_KERNEL_FDS;
+  // Written into stdout before each frame after the hello, so that the
+  // host can put what was printed in order with the frames. On a copy of
+  // stdout of our own, blocking whatever libuv makes of fd 1.
+  const syncMarker = Buffer.from(process.env.GANTRY_KERNEL_SYNC, 'utf8');
+  delete process.env.GANTRY_KERNEL_SYNC;
+  let syncFd = null;
 
   function writeFrame(frame) {
+    if (syncFd !== null) {
+      try {
+        fs.writeSync(syncFd, syncMarker);
+      } catch {
+        // The order of this frame with stdout is lost; nothing else is.
+      }
+    }
     const body = Buffer.from(JSON.stringify(frame), 'utf8');
     const head = Buffer.alloc(4);
     head.writeUInt32BE(body.length);
@@ -228,4 +241,5 @@
   input.on('error', () => process.exit(0));
 
   writeFrame({ type: 'hello', pid: process.pid, language: 'javascript', version: process.version });
+  syncFd = fs.openSync('/proc/self/fd/1', 'w');
 })();

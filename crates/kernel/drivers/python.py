@@ -24,6 +24,12 @@ def _gantry_driver():
     import types
 
     in_fd, out_fd = (int(fd) for fd in os.environ.pop("GANTRY_KERNEL_FDS").split(","))
+    # Written into stdout before each frame after the hello, so that the
+    # host can put what was printed (by a subprocess, say) in order with
+    # the frames; on a copy of fd 1 of our own, which a cell redirecting
+    # fd 1 does not move.
+    sync_marker = os.environ.pop("GANTRY_KERNEL_SYNC").encode()
+    sync_fd = []
     # Commands the cell starts (`!cmd`, subprocess) must not inherit them.
     os.set_inheritable(in_fd, False)
     os.set_inheritable(out_fd, False)
@@ -80,6 +86,11 @@ def _gantry_driver():
         data = json.dumps(frame, default=repr).encode("utf-8", "replace")
         data = struct.pack(">I", len(data)) + data
         with no_interrupt, frame_lock:
+            for fd in sync_fd:
+                try:
+                    os.write(fd, sync_marker)  # shorter than PIPE_BUF: written whole
+                except OSError:
+                    pass  # the order of this frame with stdout is lost; nothing else is
             view = memoryview(data)
             while view:
                 view = view[os.write(out_fd, view):]
@@ -581,6 +592,7 @@ def _gantry_driver():
     sys.displayhook = lambda value: None
     write_frame({"type": "hello", "pid": os.getpid(), "language": "python",
                  "version": sys.version.split()[0], "executable": sys.executable})
+    sync_fd.append(os.dup(1))
     while True:
         try:
             frame = read_frame()

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::interpreter::{Interpreter, Language};
+use crate::output::RawOutput;
 use crate::protocol::{FromKernel, ToKernel, read_frames, write_frame};
 use crate::transcript::Transcript;
 
@@ -22,8 +23,6 @@ const START_BOUND: Duration = Duration::from_secs(30);
 /// How long writing a frame to a kernel may block (it reads them at once
 /// unless it is broken).
 const WRITE_BOUND: Duration = Duration::from_secs(10);
-/// How long the raw output of a dead kernel is still read.
-const LAST_WORDS: Duration = Duration::from_millis(300);
 /// How often a running cell reports progress (MCP clients show it; a
 /// silent minute-long cell looks hung).
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
@@ -37,7 +36,7 @@ pub struct Kernel {
     input: pipe::Sender,
     frames: mpsc::Receiver<Result<FromKernel, String>>,
     /// The interpreter's stdout and stderr, interleaved.
-    output: pipe::Receiver,
+    raw: RawOutput,
     /// The interpreter itself, for SIGINT: a pidfd, so no signal reaches a
     /// process that reused its pid.
     pidfd: OwnedFd,
@@ -78,6 +77,7 @@ impl Kernel {
         let io = |e: std::io::Error| format!("cannot start the {} kernel: {e}", language.name());
         let (to_kernel_reader, to_kernel) = std::io::pipe().map_err(io)?;
         let (from_kernel, from_kernel_writer) = std::io::pipe().map_err(io)?;
+        let marker = crate::output::marker();
         let mut command = Command::new(&interpreter.program);
         let kernel_in = command.pass_fd(to_kernel_reader.into());
         let kernel_out = command.pass_fd(from_kernel_writer.into());
@@ -90,6 +90,7 @@ impl Kernel {
             .env_clear()
             .envs(env.environment())
             .env("GANTRY_KERNEL_FDS", format!("{kernel_in},{kernel_out}"))
+            .env("GANTRY_KERNEL_SYNC", &marker)
             // Figures are rendered to PNG, never to a window.
             .env("MPLBACKEND", "Agg")
             .env("PAGER", "cat")
@@ -114,7 +115,7 @@ impl Kernel {
         // end of file on the frames.
         drop(command);
         let mut child = child;
-        let output = child.stdout.take().expect("stdout is piped");
+        let mut raw = RawOutput::new(child.stdout.take().expect("stdout is piped"), marker);
         let input = pipe::Sender::from_owned_fd(OwnedFd::from(to_kernel)).map_err(io)?;
         let mut frames =
             read_frames(pipe::Receiver::from_owned_fd(OwnedFd::from(from_kernel)).map_err(io)?);
@@ -130,7 +131,7 @@ impl Kernel {
             Ok(Some(Err(e))) => return Err(format!("the {} kernel sent {e}", language.name())),
             Ok(None) => {
                 let mut transcript = Transcript::default();
-                last_words(&output, &mut transcript).await;
+                raw.last_words(&mut transcript).await;
                 let said = transcript.into_parts("(nothing)");
                 return Err(format!(
                     "the {} kernel ({}) exited before it was ready; it said: {}",
@@ -158,7 +159,7 @@ impl Kernel {
             child: Arc::new(child),
             input,
             frames,
-            output,
+            raw,
             pidfd,
             shown: format!(
                 "{} {version} ({})",
@@ -246,19 +247,6 @@ impl Kernel {
         let _ = pidfd_send_signal(&self.pidfd, Signal::INT);
     }
 
-    /// Reads what the kernel printed that is already in the pipe: called
-    /// before each frame is handled, since the kernel wrote it before the
-    /// frame.
-    fn drain_output(&self, transcript: &mut Transcript) {
-        let mut buffer = [0u8; 16 * 1024];
-        while let Ok(n) = self.output.try_read(&mut buffer) {
-            if n == 0 {
-                break;
-            }
-            transcript.raw(&buffer[..n]);
-        }
-    }
-
     /// Runs `code`, writing what it shows into `transcript`: bridged calls
     /// go through `ctx`'s caller (its surface, its person), progress is
     /// reported on `ctx` every few seconds, and the idle budget runs only
@@ -275,7 +263,7 @@ impl Kernel {
         transcript: &mut Transcript,
         state: &mut CellState,
     ) -> Ended {
-        self.drain_output(transcript);
+        self.raw.read_now(transcript);
         state.running = true;
         if let Err(e) = self.send(&ToKernel::Exec { code }).await {
             return self.died_now(&e, transcript).await;
@@ -286,19 +274,13 @@ impl Kernel {
         let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
         let mut bridged = 0;
         let mut raised = false;
-        let mut buffer = vec![0u8; 16 * 1024];
-        // Until its end of file: a dead kernel's pipe is always readable.
-        let mut output_open = true;
         loop {
+            let open = self.raw.open();
             let frame = tokio::select! {
                 frame = self.frames.recv() => frame,
-                read = self.output.readable(), if output_open => {
-                    match read.and_then(|_| self.output.try_read(&mut buffer)) {
-                        Ok(0) => output_open = false,
-                        Ok(n) => transcript.raw(&buffer[..n]),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(_) => output_open = false,
-                    }
+                // Until its end of file: a dead kernel's pipe is always readable.
+                () = self.raw.readable(), if open => {
+                    self.raw.read_now(transcript);
                     continue;
                 }
                 _ = ticks.tick() => {
@@ -321,7 +303,7 @@ impl Kernel {
                     return Ended::Interrupted { survived };
                 }
             };
-            self.drain_output(transcript);
+            self.raw.pass_marker(transcript);
             let frame = match frame {
                 None => return self.died_now("", transcript).await,
                 Some(Err(e)) => {
@@ -381,7 +363,7 @@ impl Kernel {
     async fn died_now(&mut self, why: &str, transcript: &mut Transcript) -> Ended {
         // The frames end a moment before the process is seen gone.
         let status = tokio::time::timeout(Duration::from_secs(2), self.child.exited()).await;
-        last_words(&self.output, transcript).await;
+        self.raw.last_words(transcript).await;
         let how = match status {
             Ok(Ok(status)) => describe_death(status),
             Ok(Err(e)) => format!("ended ({e})"),
@@ -456,7 +438,7 @@ pub async fn settle(
         _ => {
             kernel.child.kill_group();
             let _ = tokio::time::timeout(Duration::from_secs(2), kernel.child.exited()).await;
-            last_words(&kernel.output, transcript).await;
+            kernel.raw.last_words(transcript).await;
             transcript.ensure_line_start();
             transcript.text(&format!(
                 "[the kernel did not stop within {:.1} s of SIGINT and was killed; {}. The next call starts a fresh kernel]\n",
@@ -472,8 +454,21 @@ pub async fn settle(
 /// when the kernel's pipe closed first. Bridged calls it still makes are
 /// refused.
 async fn cell_end(kernel: &mut Kernel, transcript: &mut Transcript) -> bool {
-    while let Some(frame) = kernel.frames.recv().await {
-        kernel.drain_output(transcript);
+    loop {
+        let open = kernel.raw.open();
+        // The raw pipe is read meanwhile: the driver writes a frame's
+        // marker there first, and a full pipe would hold the frame back.
+        let frame = tokio::select! {
+            frame = kernel.frames.recv() => frame,
+            () = kernel.raw.readable(), if open => {
+                kernel.raw.read_now(transcript);
+                continue;
+            }
+        };
+        let Some(frame) = frame else {
+            return false;
+        };
+        kernel.raw.pass_marker(transcript);
         match frame {
             Ok(FromKernel::Done { names, modules }) => {
                 kernel.names = names;
@@ -493,7 +488,6 @@ async fn cell_end(kernel: &mut Kernel, transcript: &mut Transcript) -> bool {
             _ => {}
         }
     }
-    false
 }
 
 fn tool_result(id: u64, reply: Result<gantry_core::ToolResult, String>) -> ToKernel<'static> {
@@ -518,25 +512,6 @@ fn tool_result(id: u64, reply: Result<gantry_core::ToolResult, String>) -> ToKer
             error: Some(error),
         },
     }
-}
-
-/// Reads what is left of a dead kernel's output, bounded.
-async fn last_words(output: &pipe::Receiver, transcript: &mut Transcript) {
-    let mut buffer = [0u8; 16 * 1024];
-    let _ = tokio::time::timeout(LAST_WORDS, async {
-        loop {
-            if output.readable().await.is_err() {
-                return;
-            }
-            match output.try_read(&mut buffer) {
-                Ok(0) => return,
-                Ok(n) => transcript.raw(&buffer[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(_) => return,
-            }
-        }
-    })
-    .await;
 }
 
 /// How a process died, with the signal's name for the common ones.

@@ -23,6 +23,8 @@
 //!   Node runs a kernel.
 //! - [`kernel`]: one kernel process and the running of one cell: frames,
 //!   raw output, the tool bridge, the idle budget, the interrupt.
+//! - [`output`]: the kernel's raw stdout and stderr, put in order with
+//!   its frames.
 //! - [`protocol`]: the length-prefixed JSON frames on the kernel's pipes.
 //! - [`transcript`]: a cell's output for the model, capped, ANSI stripped.
 //! - `drivers/`: the Python and JavaScript ends, embedded in the binary.
@@ -31,6 +33,7 @@
 
 pub mod interpreter;
 pub mod kernel;
+pub mod output;
 pub mod protocol;
 pub mod transcript;
 

@@ -9,6 +9,26 @@ use gantry_core::{ApprovalMode, Surface, Tier};
 use serde_json::json;
 
 #[tokio::test]
+async fn prints_displays_and_the_result_keep_their_order() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    // Printed text travels on stdout, displays and the result as frames:
+    // the two pipes are put back in the order the cell made them.
+    let text = cell(
+        &run,
+        js("console.log('one'); display('two'); console.error('three'); require('child_process').execSync('echo four', {stdio: 'inherit'}); display('five'); console.log('six'); 'seven'"),
+    )
+    .await;
+    let order: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        &order[..7],
+        ["one", "two", "three", "four", "five", "six", "'seven'"],
+        "{text}"
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test]
 async fn javascript_has_repl_semantics_and_keeps_state() {
     let dir = workspace(&[]);
     let run = run(dir.path());
