@@ -274,12 +274,12 @@ impl Kernel {
         let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
         let mut bridged = 0;
         let mut raised = false;
+        let mut reads = RawOutput::reads();
         loop {
             let open = self.raw.open();
             let frame = tokio::select! {
                 frame = self.frames.recv() => frame,
-                // Until its end of file: a dead kernel's pipe is always readable.
-                () = self.raw.readable(), if open => {
+                _ = reads.tick(), if open => {
                     self.raw.read_now(transcript);
                     continue;
                 }
@@ -454,13 +454,14 @@ pub async fn settle(
 /// when the kernel's pipe closed first. Bridged calls it still makes are
 /// refused.
 async fn cell_end(kernel: &mut Kernel, transcript: &mut Transcript) -> bool {
+    let mut reads = RawOutput::reads();
     loop {
         let open = kernel.raw.open();
         // The raw pipe is read meanwhile: the driver writes a frame's
         // marker there first, and a full pipe would hold the frame back.
         let frame = tokio::select! {
             frame = kernel.frames.recv() => frame,
-            () = kernel.raw.readable(), if open => {
+            _ = reads.tick(), if open => {
                 kernel.raw.read_now(transcript);
                 continue;
             }

@@ -17,6 +17,14 @@ use crate::transcript::Transcript;
 
 /// How long the raw output of a dead kernel is still read.
 const LAST_WORDS: Duration = Duration::from_millis(300);
+/// How often a running cell's output is read between its frames. Not at
+/// each write: every marker would then wake the host once more than its
+/// frame does, a tenth of a millisecond on each trivial cell. A cell
+/// done sooner is never woken for; one printing a flood is read at
+/// [`PIPE_SIZE`] per tick at least.
+pub const READ_EVERY: Duration = Duration::from_millis(10);
+/// The raw pipe's size asked for: 1 MiB, the usual unprivileged limit.
+const PIPE_SIZE: usize = 1 << 20;
 
 /// A new kernel's marker, told to its driver in its environment.
 pub fn marker() -> String {
@@ -38,8 +46,12 @@ pub struct RawOutput {
 }
 
 impl RawOutput {
-    /// Reads `pipe`, whose kernel writes `marker` before each frame.
+    /// Reads `pipe`, whose kernel writes `marker` before each frame. The
+    /// pipe is made as large as the system lets a user make it: it is
+    /// read at each frame and every [`READ_EVERY`], not at every write.
     pub fn new(pipe: pipe::Receiver, marker: String) -> RawOutput {
+        // Past the limit (/proc/sys/fs/pipe-max-size) the default stays.
+        let _ = rustix::pipe::fcntl_setpipe_size(&pipe, PIPE_SIZE);
         RawOutput {
             pipe,
             marker: marker.into_bytes(),
@@ -54,12 +66,13 @@ impl RawOutput {
         self.open
     }
 
-    /// Waits until the pipe can be read (or is found broken: then it is
-    /// no longer [`RawOutput::open`]).
-    pub async fn readable(&mut self) {
-        if self.pipe.readable().await.is_err() {
-            self.open = false;
-        }
+    /// The ticks at which a running cell's output is read between its
+    /// frames, the first one [`READ_EVERY`] from now.
+    pub fn reads() -> tokio::time::Interval {
+        let mut reads =
+            tokio::time::interval_at(tokio::time::Instant::now() + READ_EVERY, READ_EVERY);
+        reads.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        reads
     }
 
     /// Reads what the pipe holds now (up to a bound, so a flood does not
@@ -114,7 +127,7 @@ impl RawOutput {
 
     /// Reads without waiting, until the pipe is empty or `until`.
     fn fill(&mut self, until: Until) {
-        const BOUND: usize = 256 * 1024;
+        const BOUND: usize = 2 * PIPE_SIZE;
         let mut buffer = [0u8; 16 * 1024];
         let mut read = 0;
         while self.open {

@@ -328,6 +328,33 @@ async fn a_long_cell_reports_progress() {
 }
 
 #[tokio::test]
+async fn a_subprocess_printing_a_flood_is_read_while_the_cell_runs() {
+    let dir = workspace(&[]);
+    let run = run_with(
+        dir.path(),
+        json!({"eval": {"idleTimeout": 30}}),
+        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
+        None,
+    );
+    // 20 MB through a pipe of 1 MiB at most: the writer finishes only if
+    // the host reads while the cell runs, not just at its frames.
+    let text = cell(
+        &run,
+        py("import subprocess\nprint('before')\nsubprocess.run('yes 0123456789 | head -c 20000000', shell=True)\nprint('after')"),
+    )
+    .await;
+    assert!(text.starts_with("before\n0123456789\n"), "{}", &text[..200]);
+    assert!(text.contains("bytes of output cut"), "{}", &text[..200]);
+    // 20 MB is 1818181 lines and 9 bytes: the last line is cut short.
+    assert!(
+        text.contains("0123456789\n012345678after\n"),
+        "{}",
+        &text[text.len() - 300..]
+    );
+    run.shutdown().await;
+}
+
+#[tokio::test]
 async fn ansi_codes_are_stripped_from_what_a_cell_prints() {
     let dir = workspace(&[]);
     let run = run(dir.path());
