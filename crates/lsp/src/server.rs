@@ -29,6 +29,7 @@ use tokio::sync::watch;
 use crate::client::Client;
 use crate::convert::{path_to_uri, uri_to_path};
 use crate::servers::{ServerSpec, language_of};
+use crate::supervisor::WatchBarrier;
 use crate::transport::{Incoming, Observer, RequestHandler, RpcError, Transport};
 
 /// How soon after a close the server's empty publish for the file comes.
@@ -347,6 +348,9 @@ pub struct Server {
     observed: Arc<Observed>,
     docs: tokio::sync::Mutex<HashMap<PathBuf, OpenDoc>>,
     disk_changes: Mutex<HashMap<PathBuf, FileChangeType>>,
+    /// The file watcher's barrier, crossed before the changes it saw are
+    /// sent: see [`crate::supervisor::WatchBarrier`].
+    watcher: Mutex<Option<Arc<WatchBarrier>>>,
     last_used: Mutex<Instant>,
     exit: watch::Receiver<Option<String>>,
     stopping: AtomicBool,
@@ -503,6 +507,7 @@ impl Server {
             observed,
             docs: tokio::sync::Mutex::default(),
             disk_changes: Mutex::default(),
+            watcher: Mutex::default(),
             last_used: Mutex::new(Instant::now()),
             exit,
             stopping: AtomicBool::new(false),
@@ -601,6 +606,12 @@ impl Server {
         self.docs.lock().await.keys().cloned().collect()
     }
 
+    /// Follows the file watcher: each refresh first waits until it has
+    /// handed on the changes made before.
+    pub(crate) fn follow_watcher(&self, barrier: Arc<WatchBarrier>) {
+        *lock(&self.watcher) = Some(barrier);
+    }
+
     /// Records a change on disk seen by the file watcher; sent before the
     /// next request.
     pub fn disk_changed(&self, path: PathBuf, kind: FileChangeType) {
@@ -624,6 +635,10 @@ impl Server {
                     break;
                 }
             }
+        }
+        let barrier = lock(&self.watcher).clone();
+        if let Some(barrier) = barrier {
+            barrier.cross().await;
         }
         let changes: Vec<_> = lock(&self.disk_changes).drain().collect();
         let mut docs = self.docs.lock().await;

@@ -341,7 +341,9 @@ impl Supervisor {
                     server.kill_now();
                     return;
                 }
-                self.watch_root(&slot.root);
+                if let Some(barrier) = self.watch_root(&slot.root) {
+                    server.follow_watcher(barrier);
+                }
                 slot.phase.send_replace(Phase::Ready(server.clone()));
                 tokio::spawn(self.clone().idle_stop(slot.clone(), server));
             }
@@ -525,14 +527,15 @@ impl Supervisor {
         }
     }
 
-    fn watch_root(&self, root: &Path) {
+    /// Watches `root`; returns the watcher's barrier.
+    fn watch_root(&self, root: &Path) -> Option<Arc<WatchBarrier>> {
         let mut watch = lock(&self.inner.watch);
         if watch.is_none() {
-            *watch = DiskWatch::start(Arc::downgrade(&self.inner));
+            *watch = DiskWatch::start(Arc::downgrade(&self.inner), &self.inner.workspace);
         }
-        if let Some(watch) = watch.as_ref() {
-            watch.add_tree(root);
-        }
+        let watch = watch.as_ref()?;
+        watch.add_tree(root);
+        watch.barrier.clone()
     }
 
     fn slots(&self) -> Vec<Arc<Slot>> {
@@ -631,10 +634,12 @@ pub(crate) fn find_markers(workspace: &Path, markers: &HashSet<&str>) -> Vec<(Pa
 struct DiskWatch {
     watcher: Arc<Mutex<notify::RecommendedWatcher>>,
     watched: Arc<Mutex<HashSet<PathBuf>>>,
+    /// `None` where the state directory cannot be written.
+    barrier: Option<Arc<WatchBarrier>>,
 }
 
 impl DiskWatch {
-    fn start(inner: Weak<Inner>) -> Option<DiskWatch> {
+    fn start(inner: Weak<Inner>, workspace: &Path) -> Option<DiskWatch> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             if let Ok(event) = event {
@@ -643,13 +648,21 @@ impl DiskWatch {
         })
         .map_err(|e| tracing::warn!("no file watching for language servers: {e}"))
         .ok()?;
+        let mut watcher = watcher;
+        let barrier = WatchBarrier::new(workspace, &mut watcher).map(Arc::new);
         let watch = DiskWatch {
             watcher: Arc::new(Mutex::new(watcher)),
             watched: Arc::default(),
+            barrier: barrier.clone(),
         };
         let (watcher, watched) = (watch.watcher.clone(), watch.watched.clone());
         tokio::spawn(async move {
             while let Some(event) = rx.recv().await {
+                if let Some(barrier) = &barrier
+                    && barrier.passed(&event.paths)
+                {
+                    continue;
+                }
                 let Some(inner) = inner.upgrade() else { return };
                 let Some(kind) = change_kind(&event.kind) else {
                     continue;
@@ -678,6 +691,82 @@ impl DiskWatch {
 
     fn add_tree(&self, root: &Path) {
         add_tree(&self.watcher, &self.watched, root);
+    }
+}
+
+/// A barrier through the file watcher, so that no answer comes from a view
+/// older than the request: a change a shell made just before is still on
+/// its way from inotify when the next request comes. A file created in a
+/// watched folder of Gantry's state directory (never the workspace) joins
+/// the same inotify queue behind that change; once the watcher has handed
+/// on the file's event, it has handed on the change.
+pub(crate) struct WatchBarrier {
+    dir: PathBuf,
+    next: AtomicU64,
+    crossed: tokio::sync::watch::Sender<u64>,
+}
+
+/// How long a request waits for the watcher to catch up before it goes
+/// ahead anyway (a watcher thread starved for that long is not waited for).
+const BARRIER_BOUND: Duration = Duration::from_secs(2);
+
+impl WatchBarrier {
+    fn new(workspace: &Path, watcher: &mut notify::RecommendedWatcher) -> Option<WatchBarrier> {
+        let dir = gantry_core::state::root_dir("lsp-watch", workspace)
+            .join(std::process::id().to_string());
+        let made = std::fs::create_dir_all(&dir).and_then(|()| {
+            watcher
+                .watch(&dir, notify::RecursiveMode::NonRecursive)
+                .map_err(std::io::Error::other)
+        });
+        if let Err(e) = made {
+            tracing::warn!("language servers may answer from a view a shell just changed: {e}");
+            return None;
+        }
+        Some(WatchBarrier {
+            dir,
+            next: AtomicU64::new(0),
+            crossed: tokio::sync::watch::Sender::new(0),
+        })
+    }
+
+    /// Waits, bounded, until every change made on disk before this call
+    /// has been handed to the servers.
+    pub(crate) async fn cross(&self) {
+        let number = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let mark = self.dir.join(number.to_string());
+        if std::fs::write(&mark, b"").is_err() {
+            return;
+        }
+        let mut crossed = self.crossed.subscribe();
+        let _ = tokio::time::timeout(BARRIER_BOUND, crossed.wait_for(|seen| *seen >= number)).await;
+        let _ = std::fs::remove_file(&mark);
+    }
+
+    /// Whether an event is one of the barrier's own (then it records how
+    /// far the watcher has come).
+    fn passed(&self, paths: &[PathBuf]) -> bool {
+        let mut own = false;
+        for path in paths.iter().filter(|path| path.parent() == Some(&self.dir)) {
+            own = true;
+            if let Some(number) = path
+                .file_name()
+                .and_then(|name| name.to_str()?.parse().ok())
+            {
+                self.crossed.send_if_modified(|seen| {
+                    let later = number > *seen;
+                    *seen = (*seen).max(number);
+                    later
+                });
+            }
+        }
+        own
+    }
+}
+
+impl Drop for WatchBarrier {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
