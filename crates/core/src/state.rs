@@ -47,6 +47,42 @@ pub fn write_file(path: &Path, contents: &[u8]) -> io::Result<()> {
     written
 }
 
+/// A folder of this process's own under [`root_dir`], for files that only
+/// live while it does (a file watcher's markers); removed when dropped.
+pub struct ProcessDir {
+    path: PathBuf,
+}
+
+impl ProcessDir {
+    /// Creates the folder for `purpose` of the workspace at `root`.
+    pub fn create(purpose: &str, root: &Path) -> io::Result<ProcessDir> {
+        let path = root_dir(purpose, root).join(std::process::id().to_string());
+        std::fs::create_dir_all(&path)?;
+        Ok(ProcessDir { path })
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates the empty file `name` in it.
+    pub fn touch(&self, name: &str) -> io::Result<()> {
+        std::fs::write(self.path.join(name), b"")
+    }
+
+    /// Removes the file `name` from it, if there.
+    pub fn remove(&self, name: &str) {
+        let _ = std::fs::remove_file(self.path.join(name));
+    }
+}
+
+impl Drop for ProcessDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

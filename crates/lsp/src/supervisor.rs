@@ -701,7 +701,7 @@ impl DiskWatch {
 /// the same inotify queue behind that change; once the watcher has handed
 /// on the file's event, it has handed on the change.
 pub(crate) struct WatchBarrier {
-    dir: PathBuf,
+    dir: gantry_core::state::ProcessDir,
     next: AtomicU64,
     crossed: tokio::sync::watch::Sender<u64>,
 }
@@ -712,42 +712,46 @@ const BARRIER_BOUND: Duration = Duration::from_secs(2);
 
 impl WatchBarrier {
     fn new(workspace: &Path, watcher: &mut notify::RecommendedWatcher) -> Option<WatchBarrier> {
-        let dir = gantry_core::state::root_dir("lsp-watch", workspace)
-            .join(std::process::id().to_string());
-        let made = std::fs::create_dir_all(&dir).and_then(|()| {
+        let made = gantry_core::state::ProcessDir::create("lsp-watch", workspace).and_then(|dir| {
             watcher
-                .watch(&dir, notify::RecursiveMode::NonRecursive)
-                .map_err(std::io::Error::other)
+                .watch(dir.path(), notify::RecursiveMode::NonRecursive)
+                .map_err(std::io::Error::other)?;
+            Ok(dir)
         });
-        if let Err(e) = made {
-            tracing::warn!("language servers may answer from a view a shell just changed: {e}");
-            return None;
+        match made {
+            Ok(dir) => Some(WatchBarrier {
+                dir,
+                next: AtomicU64::new(0),
+                crossed: tokio::sync::watch::Sender::new(0),
+            }),
+            Err(e) => {
+                tracing::warn!("language servers may answer from a view a shell just changed: {e}");
+                None
+            }
         }
-        Some(WatchBarrier {
-            dir,
-            next: AtomicU64::new(0),
-            crossed: tokio::sync::watch::Sender::new(0),
-        })
     }
 
     /// Waits, bounded, until every change made on disk before this call
     /// has been handed to the servers.
     pub(crate) async fn cross(&self) {
         let number = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let mark = self.dir.join(number.to_string());
-        if std::fs::write(&mark, b"").is_err() {
+        let mark = number.to_string();
+        if self.dir.touch(&mark).is_err() {
             return;
         }
         let mut crossed = self.crossed.subscribe();
         let _ = tokio::time::timeout(BARRIER_BOUND, crossed.wait_for(|seen| *seen >= number)).await;
-        let _ = std::fs::remove_file(&mark);
+        self.dir.remove(&mark);
     }
 
     /// Whether an event is one of the barrier's own (then it records how
     /// far the watcher has come).
     fn passed(&self, paths: &[PathBuf]) -> bool {
         let mut own = false;
-        for path in paths.iter().filter(|path| path.parent() == Some(&self.dir)) {
+        for path in paths
+            .iter()
+            .filter(|path| path.parent() == Some(self.dir.path()))
+        {
             own = true;
             if let Some(number) = path
                 .file_name()
@@ -761,12 +765,6 @@ impl WatchBarrier {
             }
         }
         own
-    }
-}
-
-impl Drop for WatchBarrier {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
