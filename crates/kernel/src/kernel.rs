@@ -276,13 +276,8 @@ impl Kernel {
         let mut raised = false;
         let mut reads = RawOutput::reads();
         loop {
-            let open = self.raw.open();
             let frame = tokio::select! {
-                frame = self.frames.recv() => frame,
-                _ = reads.tick(), if open => {
-                    self.raw.read_now(transcript);
-                    continue;
-                }
+                frame = self.next_frame(&mut reads, transcript) => frame,
                 _ = ticks.tick() => {
                     let running = started.elapsed().as_secs();
                     let left = deadline.saturating_duration_since(Instant::now()).as_secs();
@@ -303,7 +298,6 @@ impl Kernel {
                     return Ended::Interrupted { survived };
                 }
             };
-            self.raw.pass_marker(transcript);
             let frame = match frame {
                 None => return self.died_now("", transcript).await,
                 Some(Err(e)) => {
@@ -354,6 +348,27 @@ impl Kernel {
                     state.bridged = None;
                 }
                 FromKernel::Hello { .. } => {}
+            }
+        }
+    }
+
+    /// The next frame, with what the kernel printed before it shown first;
+    /// `None` once the kernel's pipe closed. The raw pipe is read at each
+    /// of `reads` meanwhile: a full one would hold back a frame's marker,
+    /// and so the frame.
+    async fn next_frame(
+        &mut self,
+        reads: &mut tokio::time::Interval,
+        transcript: &mut Transcript,
+    ) -> Option<Result<FromKernel, String>> {
+        loop {
+            let open = self.raw.open();
+            tokio::select! {
+                frame = self.frames.recv() => {
+                    self.raw.pass_marker(transcript);
+                    return frame;
+                }
+                _ = reads.tick(), if open => self.raw.read_now(transcript),
             }
         }
     }
@@ -455,21 +470,7 @@ pub async fn settle(
 /// refused.
 async fn cell_end(kernel: &mut Kernel, transcript: &mut Transcript) -> bool {
     let mut reads = RawOutput::reads();
-    loop {
-        let open = kernel.raw.open();
-        // The raw pipe is read meanwhile: the driver writes a frame's
-        // marker there first, and a full pipe would hold the frame back.
-        let frame = tokio::select! {
-            frame = kernel.frames.recv() => frame,
-            _ = reads.tick(), if open => {
-                kernel.raw.read_now(transcript);
-                continue;
-            }
-        };
-        let Some(frame) = frame else {
-            return false;
-        };
-        kernel.raw.pass_marker(transcript);
+    while let Some(frame) = kernel.next_frame(&mut reads, transcript).await {
         match frame {
             Ok(FromKernel::Done { names, modules }) => {
                 kernel.names = names;
@@ -489,6 +490,7 @@ async fn cell_end(kernel: &mut Kernel, transcript: &mut Transcript) -> bool {
             _ => {}
         }
     }
+    false
 }
 
 fn tool_result(id: u64, reply: Result<gantry_core::ToolResult, String>) -> ToKernel<'static> {

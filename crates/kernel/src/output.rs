@@ -11,6 +11,7 @@
 use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
 
+use memchr::memmem;
 use tokio::net::unix::pipe;
 
 use crate::transcript::Transcript;
@@ -91,7 +92,7 @@ impl RawOutput {
     /// shown.
     pub fn pass_marker(&mut self, transcript: &mut Transcript) {
         self.fill(Until::Marker);
-        match find(&self.held, &self.marker) {
+        match memmem::find(&self.held, &self.marker) {
             Some(at) => {
                 self.show(transcript, at);
                 self.held.drain(..self.marker.len());
@@ -103,22 +104,16 @@ impl RawOutput {
     /// What is left of a dead kernel's output, markers removed; read for
     /// a bounded time, since its children may hold the pipe open.
     pub async fn last_words(&mut self, transcript: &mut Transcript) {
-        let mut buffer = [0u8; 16 * 1024];
         let _ = tokio::time::timeout(LAST_WORDS, async {
-            while self.open {
-                if self.pipe.readable().await.is_err() {
+            loop {
+                self.fill(Until::Empty);
+                if !self.open || self.pipe.readable().await.is_err() {
                     break;
-                }
-                match self.pipe.try_read(&mut buffer) {
-                    Ok(0) => self.open = false,
-                    Ok(n) => self.held.extend_from_slice(&buffer[..n]),
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => self.open = false,
                 }
             }
         })
         .await;
-        while let Some(at) = find(&self.held, &self.marker) {
+        while let Some(at) = memmem::find(&self.held, &self.marker) {
             self.show(transcript, at);
             self.held.drain(..self.marker.len());
         }
@@ -130,14 +125,17 @@ impl RawOutput {
         const BOUND: usize = 2 * PIPE_SIZE;
         let mut buffer = [0u8; 16 * 1024];
         let mut read = 0;
+        // Where a marker not yet held could begin: only new bytes are searched.
+        let mut unsearched = 0;
         while self.open {
             let done = match until {
-                Until::Marker => find(&self.held, &self.marker).is_some(),
+                Until::Marker => memmem::find(&self.held[unsearched..], &self.marker).is_some(),
                 Until::Empty => read >= BOUND,
             };
             if done {
                 return;
             }
+            unsearched = self.held.len().saturating_sub(self.marker.len() - 1);
             match self.read_once(&mut buffer) {
                 Ok(0) => self.open = false,
                 Ok(n) => {
@@ -169,7 +167,7 @@ impl RawOutput {
     /// Shows the held bytes before the first marker, keeping back a
     /// possible start of one and a character not yet whole.
     fn show_before_marker(&mut self, transcript: &mut Transcript) {
-        let end = match find(&self.held, &self.marker) {
+        let end = match memmem::find(&self.held, &self.marker) {
             Some(at) => at,
             None => {
                 let whole = self.held.len() - partial_marker(&self.held, &self.marker);
@@ -197,12 +195,6 @@ enum Until {
     Marker,
     /// Everything there is (up to a bound).
     Empty,
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
 }
 
 /// The length of the longest end of `held` that begins `marker`.

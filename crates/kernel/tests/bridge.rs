@@ -61,12 +61,7 @@ async fn a_bridged_write_asks_the_person_under_approval_default_and_a_no_is_an_e
 async fn a_bridged_call_runs_under_the_cells_surface_not_the_runs() {
     let dir = workspace(&[]);
     // The run would write unasked; the cell's caller asks (approval default).
-    let run = run_with(
-        dir.path(),
-        json!({}),
-        Surface::new(Tier::Exec, ApprovalMode::Yolo),
-        None,
-    );
+    let run = run_with_settings(dir.path(), json!({}));
     let person = Person::new(&["eval"]);
     let options = gantry_core::CallOptions {
         surface: Some(Surface::new(Tier::Exec, ApprovalMode::Default)),
@@ -92,12 +87,7 @@ async fn a_bridged_call_runs_under_the_cells_surface_not_the_runs() {
 #[tokio::test]
 async fn the_idle_budget_is_paused_during_a_slow_bridged_call() {
     let dir = workspace(&[]);
-    let run = run_with(
-        dir.path(),
-        json!({"eval": {"idleTimeout": 1}}),
-        Surface::new(Tier::Exec, ApprovalMode::Yolo),
-        None,
-    );
+    let run = run_with_settings(dir.path(), json!({"eval": {"idleTimeout": 1}}));
     let text = cell(
         &run,
         py("out = tool('shell', {'command': 'sleep 2; echo slept'})\n'slept' in out"),

@@ -165,11 +165,9 @@ async fn nothing_is_written_into_the_workspace() {
     let before = snapshot(dir.path());
     // Bytecode caching on, whatever this machine's environment says, so
     // that importing a module of the checkout would write a __pycache__.
-    let run = run_with(
+    let run = run_with_settings(
         dir.path(),
         json!({"shellEnvironmentPolicy": {"exclude": ["PYTHONDONTWRITEBYTECODE"]}}),
-        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
-        None,
     );
     cell(
         &run,

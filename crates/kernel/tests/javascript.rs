@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use gantry_core::{ApprovalMode, Surface, Tier};
 use serde_json::json;
 
 #[tokio::test]
@@ -79,12 +78,7 @@ async fn a_javascript_error_fails_the_call_and_keeps_the_state() {
 #[tokio::test]
 async fn an_interrupt_stops_a_busy_loop_and_a_pending_await_and_keeps_the_state() {
     let dir = workspace(&[]);
-    let run = run_with(
-        dir.path(),
-        json!({"eval": {"idleTimeout": 1}}),
-        Surface::new(Tier::Exec, ApprovalMode::Yolo),
-        None,
-    );
+    let run = run_with_settings(dir.path(), json!({"eval": {"idleTimeout": 1}}));
     cell(&run, js("let counter = 7")).await;
     let error = failing(&run, js("while (true) {}")).await;
     assert!(error.contains("Interrupted"), "{error}");

@@ -125,12 +125,7 @@ async fn a_crash_is_reported_with_what_was_lost_and_the_next_call_starts_fresh()
 #[tokio::test]
 async fn the_idle_budget_interrupts_and_the_state_survives() {
     let dir = workspace(&[]);
-    let run = run_with(
-        dir.path(),
-        json!({"eval": {"idleTimeout": 1}}),
-        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
-        None,
-    );
+    let run = run_with_settings(dir.path(), json!({"eval": {"idleTimeout": 1}}));
     cell(&run, py("z = 5")).await;
     let error = failing(&run, py("import time\nprint('sleeping')\ntime.sleep(60)")).await;
     assert!(error.contains("sleeping"), "{error}");
@@ -149,11 +144,9 @@ async fn the_idle_budget_interrupts_and_the_state_survives() {
 #[tokio::test]
 async fn a_cell_that_ignores_the_interrupt_is_killed_and_says_what_was_lost() {
     let dir = workspace(&[]);
-    let run = run_with(
+    let run = run_with_settings(
         dir.path(),
         json!({"eval": {"idleTimeout": 1, "interruptGrace": 0.5}}),
-        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
-        None,
     );
     cell(&run, py("w = 1")).await;
     let error = failing(
@@ -193,12 +186,7 @@ async fn a_cancelled_cell_is_interrupted_and_the_next_one_finds_the_state() {
 #[tokio::test]
 async fn a_cancelled_cell_that_will_not_stop_is_killed_and_the_next_call_says_so() {
     let dir = workspace(&[]);
-    let run = run_with(
-        dir.path(),
-        json!({"eval": {"interruptGrace": 0.5}}),
-        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
-        None,
-    );
+    let run = run_with_settings(dir.path(), json!({"eval": {"interruptGrace": 0.5}}));
     cell(&run, py("w = 1")).await;
     cancel_once_started(
         &run,
@@ -330,12 +318,7 @@ async fn a_long_cell_reports_progress() {
 #[tokio::test]
 async fn a_subprocess_printing_a_flood_is_read_while_the_cell_runs() {
     let dir = workspace(&[]);
-    let run = run_with(
-        dir.path(),
-        json!({"eval": {"idleTimeout": 30}}),
-        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
-        None,
-    );
+    let run = run_with_settings(dir.path(), json!({"eval": {"idleTimeout": 30}}));
     // 20 MB through a pipe of 1 MiB at most: the writer finishes only if
     // the host reads while the cell runs, not just at its frames.
     let text = cell(
@@ -370,12 +353,7 @@ async fn ansi_codes_are_stripped_from_what_a_cell_prints() {
 #[tokio::test]
 async fn a_negative_interrupt_grace_is_a_clear_error() {
     let dir = workspace(&[]);
-    let run = run_with(
-        dir.path(),
-        json!({"eval": {"interruptGrace": -1}}),
-        gantry_core::Surface::new(gantry_core::Tier::Exec, gantry_core::ApprovalMode::Yolo),
-        None,
-    );
+    let run = run_with_settings(dir.path(), json!({"eval": {"interruptGrace": -1}}));
     let error = failing(&run, py("1")).await;
     assert!(error.contains("eval.interruptGrace"), "{error}");
 }

@@ -641,14 +641,14 @@ struct DiskWatch {
 impl DiskWatch {
     fn start(inner: Weak<Inner>, workspace: &Path) -> Option<DiskWatch> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if let Ok(event) = event {
-                let _ = tx.send(event);
-            }
-        })
-        .map_err(|e| tracing::warn!("no file watching for language servers: {e}"))
-        .ok()?;
-        let mut watcher = watcher;
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                if let Ok(event) = event {
+                    let _ = tx.send(event);
+                }
+            })
+            .map_err(|e| tracing::warn!("no file watching for language servers: {e}"))
+            .ok()?;
         let barrier = WatchBarrier::new(workspace, &mut watcher).map(Arc::new);
         let watch = DiskWatch {
             watcher: Arc::new(Mutex::new(watcher)),
@@ -759,7 +759,9 @@ impl WatchBarrier {
             {
                 self.crossed.send_if_modified(|seen| {
                     let later = number > *seen;
-                    *seen = (*seen).max(number);
+                    if later {
+                        *seen = number;
+                    }
                     later
                 });
             }

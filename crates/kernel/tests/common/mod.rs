@@ -42,9 +42,14 @@ pub fn run_with(
 
 /// A run that asks no one (approval mode yolo).
 pub fn run(dir: &Path) -> Run {
+    run_with_settings(dir, json!({}))
+}
+
+/// A run that asks no one, with `settings`.
+pub fn run_with_settings(dir: &Path, settings: Value) -> Run {
     run_with(
         dir,
-        json!({}),
+        settings,
         Surface::new(Tier::Exec, ApprovalMode::Yolo),
         None,
     )
