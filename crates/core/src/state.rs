@@ -54,9 +54,11 @@ pub struct ProcessDir {
 }
 
 impl ProcessDir {
-    /// Creates the folder for `purpose` of the workspace at `root`.
+    /// Creates the folder for `purpose` of the workspace at `root`, empty:
+    /// what a dead process of the same pid left there goes first.
     pub fn create(purpose: &str, root: &Path) -> io::Result<ProcessDir> {
         let path = root_dir(purpose, root).join(std::process::id().to_string());
+        let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path)?;
         Ok(ProcessDir { path })
     }
@@ -66,9 +68,14 @@ impl ProcessDir {
         &self.path
     }
 
-    /// Creates the empty file `name` in it.
+    /// Creates the empty file `name` in it; an error where something is
+    /// already there (a FIFO would block an open that follows it).
     pub fn touch(&self, name: &str) -> io::Result<()> {
-        std::fs::write(self.path.join(name), b"")
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.path.join(name))
+            .map(drop)
     }
 
     /// Removes the file `name` from it, if there.
@@ -86,6 +93,28 @@ impl Drop for ProcessDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_dir_starts_empty_and_never_opens_what_is_there() {
+        crate::testing::state_dir();
+        let root = Path::new("/a/workspace/of/process/dirs");
+        let stale = ProcessDir::create("test-process-dir", root).unwrap();
+        let path = stale.path().to_path_buf();
+        std::mem::forget(stale);
+        std::fs::write(path.join("left"), b"").unwrap();
+        let dir = ProcessDir::create("test-process-dir", root).unwrap();
+        assert!(!dir.path().join("left").exists());
+        let fifo =
+            std::ffi::CString::new(dir.path().join("1").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo(3) with a NUL-terminated path that lives to the call's end.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert!(dir.touch("1").is_err(), "a FIFO is not opened");
+        dir.touch("2").unwrap();
+        dir.remove("2");
+        assert!(!dir.path().join("2").exists());
+        drop(dir);
+        assert!(!path.exists());
+    }
 
     #[test]
     fn a_file_is_replaced_whole_and_no_temp_file_stays() {
