@@ -147,6 +147,7 @@ fn main() -> std::process::ExitCode {
         eprintln!("gantry: {error:#}");
         return std::process::ExitCode::from(2);
     }
+    gantry_process::sandbox::shield_gantry();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

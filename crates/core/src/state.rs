@@ -23,6 +23,15 @@ pub fn root_dir(purpose: &str, root: &Path) -> PathBuf {
     state_dir().join(purpose).join(root_key(root))
 }
 
+/// Creates [`root_dir`] (and the folders above it) for a program Gantry
+/// starts to write into, confined: a kernel's environment, a language
+/// server's caches. A sandbox can grant only a folder that exists.
+pub fn create_dir(purpose: &str, root: &Path) -> io::Result<PathBuf> {
+    let dir = root_dir(purpose, root);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
 /// Writes `contents` to `path` (in the state directory) whole or not at
 /// all: a reader, such as a server of another run on the same root, sees
 /// the old file or the new one, never a part. Creates the parents.

@@ -59,10 +59,12 @@ impl Adapter {
         let (binaries, probe, versioned, markers): (&[&str], &[&str], bool, &[&str]) = match self {
             Adapter::Dart => (&["dart"], &["--version"], false, &["pubspec.yaml"]),
             // The probe is the adapter itself: a python without debugpy is
-            // "found but not usable: No module named debugpy".
+            // "found but not usable: No module named debugpy". Isolated
+            // (`-I`), as the adapter starts: a `debugpy/` in the checkout
+            // is never what is imported.
             Adapter::Debugpy => (
                 &["python3", "python"],
-                &["-c", "import debugpy.adapter"],
+                &["-I", "-c", "import debugpy.adapter"],
                 false,
                 &["pyproject.toml", "setup.py", "requirements.txt"],
             ),
@@ -88,7 +90,7 @@ impl Adapter {
     pub fn arguments(self) -> &'static [&'static str] {
         match self {
             Adapter::Dart => &["debug_adapter"],
-            Adapter::Debugpy => &["-m", "debugpy.adapter"],
+            Adapter::Debugpy => &["-I", "-m", "debugpy.adapter"],
             Adapter::Lldb => &[],
             Adapter::Delve => &["dap", "--listen", "127.0.0.1:0"],
         }

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gantry_core::{Notices, Resource, async_trait, lock};
-use gantry_process::{Located, Program, Unusable};
+use gantry_process::{Located, Program, Sandbox, Unusable};
 use serde::Deserialize;
 
 use crate::adapters::{Adapter, Target};
-use crate::session::{Confinement, Placed, Session, Start, State};
+use crate::session::{Placed, Session, Start, State};
 
 /// The hard limit on a session's life (SPEC §8).
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 60);
@@ -118,7 +118,7 @@ impl Debugger {
         root: PathBuf,
         target: Target,
         python: Option<PathBuf>,
-        confinement: Confinement,
+        sandbox: Sandbox,
     ) -> Result<(Arc<Session>, Vec<(PathBuf, Vec<Placed>)>), String> {
         if let Ok(live) = self.live().await {
             return Err(format!(
@@ -133,7 +133,7 @@ impl Debugger {
             root,
             target,
             python,
-            confinement,
+            sandbox,
             breakpoints: self.breakpoints(),
             ttl: self.ttl,
             notices: self.notices.clone(),

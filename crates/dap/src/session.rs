@@ -19,7 +19,7 @@ use std::time::Duration;
 use gantry_core::{Notices, lock};
 use gantry_process::pending::Reply;
 use gantry_process::sandbox::Sandbox;
-use gantry_process::{Capped, Child, Command, EnvPolicy, Stdout, describe_exit};
+use gantry_process::{Capped, Child, Command, Stdout, describe_exit};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
@@ -112,17 +112,6 @@ pub struct Placed {
     pub message: Option<String>,
 }
 
-/// What an adapter and its debuggee run under: the run's sandbox (they
-/// run the user's code) and the environment `shellEnvironmentPolicy`
-/// allows, as for `shell`.
-#[derive(Clone)]
-pub struct Confinement {
-    /// The run's sandbox.
-    pub sandbox: Sandbox,
-    /// What they inherit of Gantry's environment.
-    pub env: EnvPolicy,
-}
-
 /// What to start.
 pub struct Start {
     /// Which adapter.
@@ -136,8 +125,9 @@ pub struct Start {
     pub target: Target,
     /// The project's interpreter, for debugpy's debuggee.
     pub python: Option<PathBuf>,
-    /// What the adapter (and the program it starts) may do and inherit.
-    pub confinement: Confinement,
+    /// The run's sandbox, and its environment policy: the adapter and the
+    /// program it starts run the user's code.
+    pub sandbox: Sandbox,
     /// Breakpoints to place before the program runs, by file.
     pub breakpoints: Vec<(PathBuf, Vec<u32>)>,
     /// The hard limit on the session's life.
@@ -709,13 +699,10 @@ async fn connect(
             Transport::start(BufReader::new(read), write, observer),
         ));
     };
-    let mut command = Command::new(binary);
+    let mut command = Command::new(binary, &start.sandbox);
     command
         .args(adapter.arguments())
         .current_dir(&start.root)
-        .env_clear()
-        .envs(start.confinement.env.environment())
-        .sandbox(&start.confinement.sandbox)
         .stdout(Stdout::Piped);
     if adapter.wire() == Wire::Stdio {
         command.stdin_piped();

@@ -16,11 +16,10 @@ use serde_json::json;
 
 use crate::adapters::{Adapter, Entry, Target};
 use crate::debugger::{Debugger, describe_state, locate, project_python};
-use crate::session::{Confinement, Outcome, Placed, Session, State, Stop};
+use crate::session::{Outcome, Placed, Session, State, Stop};
 use crate::types::{
     Evaluated, ExceptionInfo, Scopes, StackFrame, StackTrace, Threads, Variable, Variables,
 };
-use gantry_process::EnvPolicy;
 use gantry_process::sandbox::Sandbox;
 
 /// The default wait for a stop.
@@ -464,11 +463,11 @@ impl Debug {
                 .map_err(|why| format!("{} cannot start here: {why}", adapter.name()))?;
             (Some(found.binary), found.root)
         };
-        let confinement = confinement(run, adapter).await?;
-        let confined = confinement.sandbox.confines();
+        let sandbox = confinement(run, adapter).await?;
+        let confined = sandbox.confines();
         let (session, placed) = self
             .debugger
-            .start(adapter, binary, root, target, None, confinement)
+            .start(adapter, binary, root, target, None, sandbox)
             .await
             .map_err(|error| match p.pid {
                 // Landlock lets a confined tracer trace only processes
@@ -848,22 +847,19 @@ fn is_pause_signal(stop: &Stop) -> bool {
             .is_some_and(|d| d.contains("SIGSTOP"))
 }
 
-/// The sandbox and environment an adapter starts under, or why it cannot
-/// start: a sandbox that refuses, an environment policy that cannot be
-/// read, or `network: false` for an adapter that talks to its debuggee
-/// over loopback TCP.
-async fn confinement(run: &Run, adapter: Adapter) -> Result<Confinement, String> {
+/// The sandbox (and with it the environment) an adapter starts under, or
+/// why it cannot start: a sandbox that refuses (settings of the wrong
+/// shape among them), or `network: false` for an adapter that talks to
+/// its debuggee over loopback TCP.
+async fn confinement(run: &Run, adapter: Adapter) -> Result<Sandbox, String> {
     let sandbox = Sandbox::of(run).await;
     if let Some(why) = sandbox.refusal() {
-        return Err(why.to_string());
+        return Err(format!("debug adapters cannot start: {why}"));
     }
     if matches!(adapter, Adapter::Debugpy | Adapter::Delve | Adapter::Dart) {
         sandbox.needs_loopback_tcp(adapter.name())?;
     }
-    let env = EnvPolicy::of_settings(run.settings())
-        .map(|layered| layered.policy)
-        .map_err(|e| format!("debug adapters cannot start: {e}"))?;
-    Ok(Confinement { sandbox, env })
+    Ok(sandbox)
 }
 
 fn command_op(command: &str) -> &'static str {

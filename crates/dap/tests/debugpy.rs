@@ -315,7 +315,7 @@ async fn attaches_to_a_running_debugpy_process_and_leaves_it_running() {
         .local_addr()
         .unwrap()
         .port();
-    let debuggee = gantry_process::Command::new("python3")
+    let debuggee = gantry_process::Command::new("python3", &gantry_process::Sandbox::default())
         .args([
             "-m",
             "debugpy",

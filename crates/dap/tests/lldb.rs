@@ -33,7 +33,7 @@ fn build(root: &Path) {
 /// to; it dies with the returned child.
 fn running_forever(root: &Path) -> gantry_process::Child {
     build(root);
-    gantry_process::Command::new(root.join("build/app"))
+    gantry_process::Command::new(root.join("build/app"), &gantry_process::Sandbox::default())
         .arg("--forever")
         .current_dir(root)
         .spawn()

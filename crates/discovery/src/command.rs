@@ -60,12 +60,10 @@ pub async fn discover(
     sandbox: &Sandbox,
 ) -> Result<Vec<Declaration>, String> {
     let words = words(crate::config::DISCOVERY_COMMAND, command)?;
-    let child = Command::new(&words[0])
+    let child = Command::new(&words[0], sandbox)
         .args(&words[1..])
         .current_dir(root)
-        .sandbox(sandbox)
-        .env_clear()
-        .envs(EnvPolicy::all_but_gantrys_secrets().environment())
+        .inherit(EnvPolicy::all_but_gantrys_secrets())
         .stdout(Stdout::Capture {
             head: DISCOVERY_OUTPUT,
             tail: 0,
@@ -227,13 +225,11 @@ impl DynTool for DiscoveredTool {
             .map_err(|e| ToolError::failed(e.clone()))?;
         let shown = format!("{} {}", words.join(" "), self.declared);
         let sandbox = Sandbox::of(&ctx.run).await;
-        let mut child = Command::new(&words[0])
+        let mut child = Command::new(&words[0], &sandbox)
             .args(&words[1..])
             .arg(&self.declared)
             .current_dir(ctx.run.workspace().root())
-            .sandbox(&sandbox)
-            .env_clear()
-            .envs(EnvPolicy::all_but_gantrys_secrets().environment())
+            .inherit(EnvPolicy::all_but_gantrys_secrets())
             .stdin_piped()
             .stdout(Stdout::Capture {
                 head: HEAD_BYTES,

@@ -38,11 +38,9 @@ pub mod config;
 pub mod names;
 pub mod server;
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use gantry_process::Sandbox;
-use gantry_process::sandbox::Policy;
 
 use gantry_core::{Family, Run, RunBuilder, Settings, WireError};
 
@@ -72,14 +70,11 @@ fn discovered_tools(
 /// same settings and roots. Sandbox settings that cannot be read start
 /// nothing, as they run nothing anywhere else.
 fn wiring_sandbox(builder: &RunBuilder) -> Result<Sandbox, String> {
-    let workspace = builder.workspace();
-    let roots: Vec<PathBuf> = std::iter::once(workspace.root())
-        .chain(workspace.extra_roots())
-        .map(Path::to_path_buf)
-        .collect();
-    Policy::from_settings(builder.current_settings())
-        .map(|layered| Sandbox::new(layered.policy, &roots))
-        .map_err(|e| format!("the sandbox settings cannot be read, so nothing is started: {e}"))
+    let sandbox = Sandbox::of_settings(builder.current_settings(), builder.workspace());
+    match sandbox.refusal() {
+        Some(why) => Err(format!("nothing is started: {why}")),
+        None => Ok(sandbox),
+    }
 }
 
 /// The family as the assembly wires it.

@@ -357,7 +357,7 @@ impl Server {
     /// Spawns a stdio server through `gantry-process`, its environment
     /// values expanded, in its `cwd` (relative to the workspace root).
     fn spawn(&self, command: &str, args: &[String]) -> Result<Child, String> {
-        let mut spawn = Command::new(command);
+        let mut spawn = Command::new(command, self.sandbox.as_ref().map_err(Clone::clone)?);
         spawn
             .args(args)
             .current_dir(match &self.settings.cwd {
@@ -366,9 +366,7 @@ impl Server {
             })
             .stdin_piped()
             .stdout(Stdout::Piped)
-            .sandbox(self.sandbox.as_ref().map_err(Clone::clone)?)
-            .env_clear()
-            .envs(EnvPolicy::all_but_gantrys_secrets().environment());
+            .inherit(EnvPolicy::all_but_gantrys_secrets());
         for (key, value) in &self.settings.env {
             let value = expand_env(value).map_err(|e| format!("`env.{key}`: {e}"))?;
             spawn.env(key, value);

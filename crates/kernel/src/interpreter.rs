@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gantry_process::Sandbox;
+
 /// A kernel's language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Language {
@@ -92,8 +94,12 @@ const CREATE_BOUND: Duration = Duration::from_secs(120);
 
 /// The interpreter for `language` in the workspace at `root`; for Python
 /// the project's environment, else Gantry's one for this workspace in the
-/// state directory, created on first use.
-pub async fn locate(language: Language, root: &Path) -> Result<Interpreter, String> {
+/// state directory, created on first use in `sandbox`.
+pub async fn locate(
+    language: Language,
+    root: &Path,
+    sandbox: &Sandbox,
+) -> Result<Interpreter, String> {
     if language == Language::JavaScript {
         return Ok(Interpreter {
             program: "node".into(),
@@ -114,7 +120,7 @@ pub async fn locate(language: Language, root: &Path) -> Result<Interpreter, Stri
     let env = gantry_core::state::root_dir("kernel", root).join("venv");
     let python = env.join("bin").join("python");
     if !python.is_file() {
-        create(&env).await?;
+        create(root, sandbox).await?;
     }
     Ok(Interpreter {
         program: python,
@@ -123,15 +129,30 @@ pub async fn locate(language: Language, root: &Path) -> Result<Interpreter, Stri
     })
 }
 
-/// Creates the environment (and the folders above it). Without pip of its
-/// own, which makes it fast: `%pip` runs the system's pip, visible through
-/// the system site packages, and that installs into the environment. Two
-/// runs creating it at once is harmless: `venv` on an existing
-/// environment only completes it.
-async fn create(env: &Path) -> Result<(), String> {
-    let child = gantry_process::Command::new("python3")
-        .args(["-m", "venv", "--system-site-packages", "--without-pip"])
-        .arg(env)
+/// Creates the environment of the workspace at `root` (and the folders
+/// above it). Without pip of its own, which makes it fast: `%pip` runs the
+/// system's pip, visible through the system site packages, and that
+/// installs into the environment. Two runs creating it at once is
+/// harmless: `venv` on an existing environment only completes it.
+///
+/// Confined like the kernel itself, writing only its own folder, isolated
+/// (`-I`: no current directory, user site or `PYTHON*` variables on the
+/// path) and run from that folder: a `venv.py` in the checkout is never
+/// what `-m venv` imports.
+async fn create(root: &Path, sandbox: &Sandbox) -> Result<(), String> {
+    let dir = gantry_core::state::create_dir("kernel", root)
+        .map_err(|e| format!("cannot make the kernel environment's folder: {e}"))?;
+    let env = dir.join("venv");
+    let child = gantry_process::Command::new("python3", &sandbox.also_writable(&dir))
+        .args([
+            "-I",
+            "-m",
+            "venv",
+            "--system-site-packages",
+            "--without-pip",
+        ])
+        .arg(&env)
+        .current_dir(&dir)
         .spawn()
         .map_err(|e| format!("cannot run python3 to create the kernel environment: {e}"))?;
     let status = tokio::time::timeout(CREATE_BOUND, child.wait())
@@ -141,7 +162,7 @@ async fn create(env: &Path) -> Result<(), String> {
     if !status.success() {
         let why = child.stderr().map(|c| c.explain()).unwrap_or_default();
         return Err(format!(
-            "python3 -m venv {} {}: {why}",
+            "python3 -I -m venv {} {}: {why}",
             env.display(),
             gantry_process::describe_exit(status)
         ));

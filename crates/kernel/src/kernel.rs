@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gantry_core::{Part, ToolContext};
-use gantry_process::{Child, Command, EnvPolicy, Sandbox, Stderr, Stdout};
+use gantry_process::{Child, Command, Sandbox, Stderr, Stdout};
 use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
@@ -65,20 +65,19 @@ pub enum Ended {
 
 impl Kernel {
     /// Starts `interpreter` running the driver of `language` in `dir`,
-    /// with the environment `env` allows, in `sandbox`, and waits for its
-    /// hello.
+    /// in `sandbox` with the environment its policy allows, and waits for
+    /// its hello.
     pub async fn start(
         language: Language,
         interpreter: &Interpreter,
         dir: &std::path::Path,
-        env: &EnvPolicy,
         sandbox: &Sandbox,
     ) -> Result<Kernel, String> {
         let io = |e: std::io::Error| format!("cannot start the {} kernel: {e}", language.name());
         let (to_kernel_reader, to_kernel) = std::io::pipe().map_err(io)?;
         let (from_kernel, from_kernel_writer) = std::io::pipe().map_err(io)?;
         let marker = crate::output::marker();
-        let mut command = Command::new(&interpreter.program);
+        let mut command = Command::new(&interpreter.program, sandbox);
         let kernel_in = command.pass_fd(to_kernel_reader.into());
         let kernel_out = command.pass_fd(from_kernel_writer.into());
         match language {
@@ -87,8 +86,6 @@ impl Kernel {
         };
         command
             .current_dir(dir)
-            .env_clear()
-            .envs(env.environment())
             .env("GANTRY_KERNEL_FDS", format!("{kernel_in},{kernel_out}"))
             .env("GANTRY_KERNEL_SYNC", &marker)
             // Figures are rendered to PNG, never to a window.
@@ -96,8 +93,7 @@ impl Kernel {
             .env("PAGER", "cat")
             .env("GIT_PAGER", "cat")
             .stdout(Stdout::Piped)
-            .stderr(Stderr::Stdout)
-            .sandbox(sandbox);
+            .stderr(Stderr::Stdout);
         let child = command.spawn().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => format!(
                 "cannot start the {} kernel: `{}` was not found ({}){}",

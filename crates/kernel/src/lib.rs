@@ -44,7 +44,7 @@ use gantry_core::{
     Display, Part, Run, RunBuilder, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
     async_trait,
 };
-use gantry_process::{Child, EnvPolicy, Sandbox};
+use gantry_process::{Child, Sandbox};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::OwnedMutexGuard;
@@ -355,24 +355,17 @@ fn finish(params: &EvalParams, parts: Vec<Part>, failed: bool) -> Result<ToolRes
 /// also write the kernel's own environment).
 async fn start(language: Language, run: &Run) -> Result<Kernel, String> {
     let root = run.workspace().root().to_path_buf();
-    let interpreter = interpreter::locate(language, &root).await?;
-    let env = environment(run)?;
     let sandbox = Sandbox::of(run).await;
+    if let Some(why) = sandbox.refusal() {
+        return Err(format!("kernels cannot start: {why}"));
+    }
+    let interpreter = interpreter::locate(language, &root, &sandbox).await?;
     let sandbox = match &interpreter.environment {
         // `%pip` installs there, in any confining mode.
         Some(environment) => sandbox.also_writable(environment),
         None => sandbox,
     };
-    Kernel::start(language, &interpreter, &root, &env, &sandbox).await
-}
-
-/// What a kernel inherits: `shellEnvironmentPolicy`, as for `shell` (the
-/// model's code runs in both), the workspace only tightening it unless
-/// trusted.
-fn environment(run: &Run) -> Result<EnvPolicy, String> {
-    EnvPolicy::of_settings(run.settings())
-        .map(|layered| layered.policy)
-        .map_err(|e| format!("kernels cannot start: {e}"))
+    Kernel::start(language, &interpreter, &root, &sandbox).await
 }
 
 /// A cell's hold on its kernel. Dropped before the cell ended (the call

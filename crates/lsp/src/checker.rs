@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use gantry_core::Run;
-use gantry_process::{Command, EnvPolicy, Program, Sandbox, Stderr, Stdout};
+use gantry_process::{Command, Program, Sandbox, Stderr, Stdout};
 
 use crate::servers::ServerSpec;
 use crate::supervisor::{Supervisor, find_markers};
@@ -134,13 +134,8 @@ pub async fn project_diagnostics(sup: &Supervisor, run: &Run) -> String {
     }
     if !checks.is_empty() {
         let sandbox = Sandbox::of(run).await;
-        match EnvPolicy::of_settings(run.settings()) {
-            Ok(env) => {
-                for (_, check) in checks {
-                    sections.push(run_check(sup, &check, &sandbox, &env.policy).await);
-                }
-            }
-            Err(e) => sections.push(format!("the project checkers cannot start: {e}")),
+        for (_, check) in checks {
+            sections.push(run_check(sup, &check, &sandbox).await);
         }
     }
     if sections.is_empty() {
@@ -150,7 +145,7 @@ pub async fn project_diagnostics(sup: &Supervisor, run: &Run) -> String {
     sections.join("\n\n")
 }
 
-async fn run_check(sup: &Supervisor, check: &Check, sandbox: &Sandbox, env: &EnvPolicy) -> String {
+async fn run_check(sup: &Supervisor, check: &Check, sandbox: &Sandbox) -> String {
     let name = check
         .program
         .file_name()
@@ -159,12 +154,9 @@ async fn run_check(sup: &Supervisor, check: &Check, sandbox: &Sandbox, env: &Env
     let command = format!("{name} {}", check.args.join(" "));
     let shown_root = sup.display(&check.root);
     let started = Instant::now();
-    let child = Command::new(&check.program)
-        .sandbox(sandbox)
+    let child = Command::new(&check.program, sandbox)
         .args(&check.args)
         .current_dir(&check.root)
-        .env_clear()
-        .envs(env.environment())
         .stdout(Stdout::Capture {
             head: MAX_OUTPUT,
             tail: 0,

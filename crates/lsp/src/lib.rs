@@ -51,6 +51,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use gantry_core::{Run, RunBuilder};
+use gantry_process::Sandbox;
 
 pub use diagnostics::{Delta, DiagnosticsHook, Ledger};
 pub use rename::{LspRename, LspRenameParams};
@@ -145,7 +146,13 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
     } else {
         config.passing_over_project_binaries()
     };
-    let supervisor = Supervisor::new(builder.workspace().root(), config, builder.notices());
+    let sandbox = Sandbox::of_settings(builder.current_settings(), builder.workspace());
+    let supervisor = Supervisor::new(
+        builder.workspace().root(),
+        config,
+        builder.notices(),
+        sandbox,
+    );
     builder
         .resource(Arc::new(supervisor.clone()))
         .write_hook(Arc::new(DiagnosticsHook::new(supervisor.clone())))

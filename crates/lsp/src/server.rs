@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use gantry_core::lock;
-use gantry_process::{Child, Command, Stdout, describe_exit};
+use gantry_process::{Child, Command, Sandbox, Stdout, describe_exit};
 use globset::{Glob, GlobMatcher};
 use lsp_types::notification::{
     DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
@@ -390,6 +390,10 @@ pub struct Launch<'a> {
     pub root: &'a Path,
     /// Its binary.
     pub binary: &'a Path,
+    /// The run's sandbox; the server may also write its own cache folder
+    /// (and clangd its compilation database's) in Gantry's state
+    /// directory, never the user's home.
+    pub sandbox: &'a Sandbox,
     /// Deadline of the start, `initialize` included.
     pub start_timeout: Duration,
     /// Deadline of every later request.
@@ -413,8 +417,18 @@ impl Server {
             }
             false => None,
         };
-        let mut command = Command::new(launch.binary);
-        command.args(&launch.spec.args);
+        let cache =
+            gantry_core::state::create_dir(&format!("lsp-cache/{}", launch.spec.id), launch.root)
+                .map_err(|e| format!("cannot make the server's cache folder: {e}"))?;
+        let mut sandbox = launch.sandbox.also_writable(&cache);
+        if let Some(dir) = &database {
+            sandbox = sandbox.also_writable(dir);
+        }
+        let mut command = Command::new(launch.binary, &sandbox);
+        command
+            .args(&launch.spec.args)
+            // Where servers keep their caches (tsserver's typings, ...).
+            .env("XDG_CACHE_HOME", &cache);
         if let Some(dir) = &database {
             command.arg(format!("--compile-commands-dir={}", dir.display()));
         }

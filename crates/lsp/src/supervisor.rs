@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use gantry_core::lock;
 use gantry_core::{Notices, Resource, Run, async_trait};
+use gantry_process::Sandbox;
 use lsp_types::FileChangeType;
 use notify::Watcher;
 use tokio::sync::watch;
@@ -76,6 +77,9 @@ impl std::fmt::Display for Unavailable {
 pub(crate) struct Inner {
     pub(crate) config: Config,
     pub(crate) workspace: PathBuf,
+    /// The run's sandbox, which servers and checkers run in like every
+    /// other process Gantry starts.
+    sandbox: Sandbox,
     slots: Mutex<HashMap<(String, PathBuf), Arc<Slot>>>,
     notices: Notices,
     watch: Mutex<Option<DiskWatch>>,
@@ -99,13 +103,15 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    /// A supervisor for `workspace` with the family's configuration;
-    /// crashes are reported on the run's notice queue at once.
-    pub fn new(workspace: &Path, config: Config, notices: Notices) -> Self {
+    /// A supervisor for `workspace` with the family's configuration,
+    /// starting servers in `sandbox`; crashes are reported on the run's
+    /// notice queue at once.
+    pub fn new(workspace: &Path, config: Config, notices: Notices, sandbox: Sandbox) -> Self {
         Supervisor {
             inner: Arc::new(Inner {
                 config,
                 workspace: workspace.to_path_buf(),
+                sandbox,
                 slots: Mutex::default(),
                 notices,
                 watch: Mutex::default(),
@@ -332,6 +338,7 @@ impl Supervisor {
             spec: &slot.spec,
             root: &slot.root,
             binary: &slot.binary,
+            sandbox: &self.inner.sandbox,
             start_timeout: self.inner.config.start_timeout,
             request_timeout: self.inner.config.request_timeout,
         };

@@ -34,6 +34,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 
 use crate::capture::Capture;
+use crate::env::EnvPolicy;
 use crate::reaper::{self, Control, Reach};
 use crate::sandbox::Sandbox;
 
@@ -98,33 +99,42 @@ pub struct Command {
     program: OsString,
     args: Vec<OsString>,
     dir: Option<PathBuf>,
-    env_clear: bool,
+    /// What the child inherits of Gantry's environment, when not the
+    /// sandbox's own policy: [`Command::inherit`].
+    inherit: Option<EnvPolicy>,
     envs: Vec<(OsString, OsString)>,
     stdin: bool,
     stdout: Stdout,
     stderr: Stderr,
     direct: bool,
-    /// The sandbox the child is confined in: [`Command::sandbox`].
-    sandbox: Option<Sandbox>,
+    /// The sandbox the child is confined in, and whose environment policy
+    /// it inherits by.
+    sandbox: Sandbox,
     /// Descriptors the child keeps at their numbers: [`Command::pass_fd`].
     passed: Vec<std::sync::Arc<OwnedFd>>,
 }
 
 impl Command {
-    /// Runs `program` (a path, or a name looked up on `PATH`) with stdin
-    /// and stdout closed and stderr captured.
-    pub fn new(program: impl AsRef<OsStr>) -> Self {
+    /// Runs `program` (a path, or a name looked up on `PATH`) confined in
+    /// `sandbox`, with stdin and stdout closed and stderr captured. There is
+    /// no spawn without a sandbox: every child Gantry starts, a language
+    /// server's probe as much as a shell command, runs in one (SPEC §2),
+    /// with the environment its policy allows (never Gantry's secrets);
+    /// only a person's yes gives an unconfined one ([`Sandbox::lifted`]).
+    /// [`Command::spawn`] fails, saying why and how to proceed, where the
+    /// sandbox cannot confine.
+    pub fn new(program: impl AsRef<OsStr>, sandbox: &Sandbox) -> Self {
         Command {
             program: program.as_ref().to_os_string(),
             args: Vec::new(),
             dir: None,
-            env_clear: false,
+            inherit: None,
             envs: Vec::new(),
             stdin: false,
             stdout: Stdout::Null,
             stderr: Stderr::default(),
             direct: false,
-            sandbox: None,
+            sandbox: sandbox.clone(),
             passed: Vec::new(),
         }
     }
@@ -169,11 +179,12 @@ impl Command {
         self
     }
 
-    /// Inherits nothing of Gantry's environment: the child gets exactly
-    /// what [`Command::env`] and [`Command::envs`] set (an
-    /// [`EnvPolicy`](crate::EnvPolicy)'s environment, say).
-    pub fn env_clear(&mut self) -> &mut Self {
-        self.env_clear = true;
+    /// Inherits Gantry's environment by `policy` instead of the sandbox's
+    /// (`shellEnvironmentPolicy`): for what the user configured to run
+    /// with their credentials ([`EnvPolicy::all_but_gantrys_secrets`]).
+    /// Gantry's own secrets are removed whatever the policy.
+    pub fn inherit(&mut self, policy: EnvPolicy) -> &mut Self {
+        self.inherit = Some(policy);
         self
     }
 
@@ -216,16 +227,6 @@ impl Command {
         number
     }
 
-    /// Confines the child (and, under a reaper, the reaper with it) in
-    /// `sandbox`: see [`crate::sandbox`]. [`Command::spawn`] then fails,
-    /// saying why and how to proceed, where the sandbox cannot confine.
-    /// Everything run for the model's code gets the run's sandbox
-    /// ([`Sandbox::of`]); language servers do not.
-    pub fn sandbox(&mut self, sandbox: &Sandbox) -> &mut Self {
-        self.sandbox = Some(sandbox.clone());
-        self
-    }
-
     /// The program and its arguments, as a person would type them.
     pub fn shown(&self) -> String {
         std::iter::once(&self.program)
@@ -243,10 +244,7 @@ impl Command {
     /// reactor, and captures read on its tasks.
     pub fn spawn(&self) -> io::Result<Child> {
         let reaper = if self.direct { None } else { reaper::located() };
-        let confinement = match &self.sandbox {
-            Some(sandbox) => sandbox.confinement()?,
-            None => None,
-        };
+        let confinement = self.sandbox.confinement()?;
         // The reaper gets the environment, directory and stdio, and hands
         // them on to the command; it confines itself and the command in
         // the sandbox's rules before it starts it.
@@ -265,10 +263,13 @@ impl Command {
                 (command, None)
             }
         };
-        if self.env_clear {
-            command.env_clear();
-        }
+        let inherit = self
+            .inherit
+            .as_ref()
+            .unwrap_or_else(|| self.sandbox.environment());
         command
+            .env_clear()
+            .envs(inherit.environment())
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .stdin(if self.stdin {

@@ -32,10 +32,10 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use gantry_process::{Command, Stdout};
+//! use gantry_process::{Command, Sandbox, Stdout};
 //!
 //! # async fn demo() -> std::io::Result<()> {
-//! let child = Command::new("make")
+//! let child = Command::new("make", &Sandbox::default())
 //!     .arg("-j4")
 //!     .stdout(Stdout::Capture { head: 8 << 10, tail: 24 << 10 })
 //!     .spawn()?;

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::capture::Capture;
 use crate::child::{Command, describe_exit};
+use crate::sandbox::{Mode, Policy, Sandbox};
 
 /// Where a binary was looked for, for a message that says so.
 pub const SEARCHED: &str = "node_modules/.bin, .venv/bin and venv/bin of the project, then PATH";
@@ -284,9 +285,28 @@ fn run_probe(binary: &Path, args: &[String], timeout: Duration) -> Result<(), St
     })
 }
 
+/// The sandbox every probe runs in, whatever run asked: read-only (a
+/// `--version` writes nothing), with the default environment policy, so
+/// a planted binary that a probe runs can change nothing and learns no
+/// secret. Probes are asked once per process, so no run's own sandbox
+/// would be the right one anyway.
+fn probe_sandbox() -> &'static Sandbox {
+    static SANDBOX: OnceLock<Sandbox> = OnceLock::new();
+    SANDBOX.get_or_init(|| {
+        let policy = Policy {
+            mode: Mode::ReadOnly,
+            ..Policy::default()
+        };
+        Sandbox::new(policy, &[])
+    })
+}
+
 async fn probe_once(binary: &Path, args: &[String], timeout: Duration) -> Result<(), String> {
-    let mut command = Command::new(binary);
-    command.args(args);
+    let mut command = Command::new(binary, probe_sandbox());
+    // Outside every workspace: a program that reads its settings from
+    // where it runs (a rustup proxy's `rust-toolchain.toml`, Python's
+    // current directory on `sys.path`) finds none of a checkout's.
+    command.args(args).current_dir("/");
     let shown = format!("`{}`", command.shown());
     let child = command
         .spawn()
@@ -479,11 +499,19 @@ mod tests {
                 broken.display()
             )
         );
-        // A working one on PATH, counting its runs.
+        // A working one on PATH, counting its runs on a datagram socket
+        // (a probe is confined read-only: it cannot leave a file).
         let good = dir.path().join("good");
+        let runs = dir.path().join("runs");
+        let counter = std::os::unix::net::UnixDatagram::bind(&runs).unwrap();
+        counter.set_nonblocking(true).unwrap();
         script(
             &good.join("rust-analyzer"),
-            &format!("echo run >> {}\nexit 0", dir.path().join("runs").display()),
+            &format!(
+                "python3 -c \"import socket; socket.socket(socket.AF_UNIX, \
+                 socket.SOCK_DGRAM).sendto(b'run', '{}')\"",
+                runs.display()
+            ),
         );
         for _ in 0..3 {
             assert_eq!(
@@ -491,8 +519,12 @@ mod tests {
                 Ok(good.join("rust-analyzer"))
             );
         }
-        let runs = std::fs::read_to_string(dir.path().join("runs")).unwrap();
-        assert_eq!(runs.lines().count(), 1, "probed once per binary");
+        let mut got = [0u8; 8];
+        let mut probes = 0;
+        while counter.recv(&mut got).is_ok() {
+            probes += 1;
+        }
+        assert_eq!(probes, 1, "probed once per binary");
 
         // A binary that is only found, not probed, resolves as it is.
         ra.probe = None;

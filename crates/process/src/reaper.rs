@@ -29,7 +29,7 @@
 //! own with the reaper's stdin, stdout and stderr (the reaper keeps no copy
 //! of them, so a pipe's reader sees its end when the command's processes
 //! are done). It is invoked as `REAPER __reap [--parent PID] [--control
-//! FD] [--landlock FD [--seccomp FD]] -- PROGRAM ARGS...`: the `gantry` binary serves it itself
+//! FD] [--landlock FD --seccomp FD] -- PROGRAM ARGS...`: the `gantry` binary serves it itself
 //! ([`run_if_invoked`], [`use_current_exe`]), so an installed Gantry needs
 //! no second binary; tests and library users have the `gantry-reap`
 //! binary of this crate, found beside the running executable (or one
@@ -235,9 +235,7 @@ impl Reaper {
         let mut handed = vec![theirs];
         if let Some(prepared) = confine {
             let (ruleset, filter) = prepared.descriptors();
-            for (flag, fd) in std::iter::once(("--landlock", ruleset))
-                .chain(filter.map(|filter| ("--seccomp", filter)))
-            {
+            for (flag, fd) in [("--landlock", ruleset), ("--seccomp", filter)] {
                 let copy = fcntl_dupfd_cloexec(fd, 3)?;
                 command.arg(flag).arg(copy.as_raw_fd().to_string());
                 handed.push(copy);
@@ -424,7 +422,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ! {
         Err(message) => {
             eprintln!(
                 "gantry-reap: {message}\nusage: gantry-reap [--parent PID] [--control FD] \
-                 [--landlock FD [--seccomp FD]] -- PROGRAM [ARGS...]"
+                 [--landlock FD --seccomp FD] -- PROGRAM [ARGS...]"
             );
             125
         }
@@ -494,8 +492,8 @@ impl Options {
             }
         }
         let program = args.next().ok_or("missing the PROGRAM after `--`")?;
-        if seccomp.is_some() && landlock.is_none() {
-            return Err("--seccomp: only with --landlock".into());
+        if seccomp.is_some() != landlock.is_some() {
+            return Err("--landlock and --seccomp go together".into());
         }
         Ok(Options {
             parent,
@@ -562,9 +560,9 @@ fn reap(options: Options) -> i32 {
     if let Some(ruleset) = landlock {
         let confined = seccomp
             .as_ref()
-            .map(read_filter)
-            .transpose()
-            .and_then(|filter| restrict(ruleset.as_fd(), filter.as_deref()));
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+            .and_then(read_filter)
+            .and_then(|filter| restrict(ruleset.as_fd(), &filter));
         if let Err(e) = confined {
             say(&format!(
                 "error {}\n",

@@ -6,14 +6,21 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::time::Duration;
 
-use gantry_process::{Command, EnvPolicy, EnvPolicySettings, Stdout, expand, expand_env};
+use gantry_process::{
+    Command, EnvPolicy, EnvPolicySettings, Inherit, Sandbox, Stdout, expand, expand_env,
+};
 
 const BOUND: Duration = Duration::from_secs(10);
 
 /// The `NAME=value` lines `env` prints when started with `vars` only.
 async fn env_of(vars: Vec<(OsString, OsString)>) -> BTreeSet<String> {
-    let child = Command::new("/usr/bin/env")
-        .env_clear()
+    let nothing = EnvPolicy::new(EnvPolicySettings {
+        inherit: Some(Inherit::None),
+        ..EnvPolicySettings::default()
+    })
+    .unwrap();
+    let child = Command::new("/usr/bin/env", &Sandbox::default())
+        .inherit(nothing)
         .envs(vars)
         .stdout(Stdout::Capture {
             head: 1 << 16,

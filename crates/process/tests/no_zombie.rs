@@ -27,7 +27,7 @@ async fn every_killed_process_is_reaped_before_the_reaper_exits() {
         let script = format!(
             "for i in $(seq {ESCAPEES}); do setsid sleep 100 & echo $!; done; exec sleep 100"
         );
-        let mut child = Command::new("sh")
+        let mut child = Command::new("sh", &gantry_process::Sandbox::default())
             .arg("-c")
             .arg(script)
             .stdout(Stdout::Piped)

@@ -17,7 +17,7 @@ async fn passed_pipes_reach_the_command_under_its_reaper_and_close_with_it() {
     let (to_child_reader, mut to_child) = std::io::pipe().unwrap();
     let (mut from_child, from_child_writer) = std::io::pipe().unwrap();
     // bash: dash takes only one-digit descriptors in redirections.
-    let mut command = Command::new("bash");
+    let mut command = Command::new("bash", &gantry_process::Sandbox::default());
     let input = command.pass_fd(to_child_reader.into());
     let output = command.pass_fd(from_child_writer.into());
     command
@@ -62,12 +62,12 @@ async fn passed_pipes_reach_the_command_under_its_reaper_and_close_with_it() {
 #[tokio::test]
 async fn a_passed_descriptor_is_not_inherited_by_other_children() {
     let (_reader, writer) = std::io::pipe().unwrap();
-    let mut holder = Command::new("sleep");
+    let mut holder = Command::new("sleep", &gantry_process::Sandbox::default());
     let number = holder.pass_fd(writer.into());
     holder.arg("30");
     let holder_child = holder.spawn().unwrap();
     // Another child spawned while Gantry still holds its copy.
-    let mut other = Command::new("sh");
+    let mut other = Command::new("sh", &gantry_process::Sandbox::default());
     other
         .arg("-c")
         .arg(format!(

@@ -23,7 +23,7 @@ fn reaped() {
 
 fn sh(script: &str) -> Command {
     reaped();
-    let mut command = Command::new("sh");
+    let mut command = Command::new("sh", &gantry_process::Sandbox::default());
     command.arg("-c").arg(script);
     command
 }
@@ -138,9 +138,12 @@ async fn stop_asks_the_command_with_sigterm_first() {
 #[tokio::test]
 async fn a_missing_program_is_an_error_not_a_child() {
     reaped();
-    let error = Command::new("/nonexistent/gantry-test")
-        .spawn()
-        .unwrap_err();
+    let error = Command::new(
+        "/nonexistent/gantry-test",
+        &gantry_process::Sandbox::default(),
+    )
+    .spawn()
+    .unwrap_err();
     assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
 }
 

@@ -58,7 +58,7 @@ fn sandbox(mode: Mode, network: bool, workspace: &Path) -> Sandbox {
 /// Runs `script` with bash in `dir`, confined by `sandbox`: its exit code
 /// and its output (stdout and stderr together).
 async fn run(sandbox: &Sandbox, dir: &Path, script: &str) -> (i32, String) {
-    let child = Command::new("bash")
+    let child = Command::new("bash", sandbox)
         .arg("-c")
         .arg(script)
         .current_dir(dir)
@@ -67,7 +67,6 @@ async fn run(sandbox: &Sandbox, dir: &Path, script: &str) -> (i32, String) {
             tail: 1 << 16,
         })
         .stderr(Stderr::Stdout)
-        .sandbox(sandbox)
         .spawn()
         .unwrap();
     let status = tokio::time::timeout(BOUND, child.wait())
@@ -300,7 +299,7 @@ async fn a_kernel_without_landlock_refuses_a_chosen_mode_and_defaults_to_off() {
         ..Policy::default()
     };
     let refused = Sandbox::on_kernel(chosen, &roots, 0);
-    let error = Command::new("true").sandbox(&refused).spawn().unwrap_err();
+    let error = Command::new("true", &refused).spawn().unwrap_err();
     let message = error.to_string();
     assert!(message.contains("needs Landlock ABI 3"), "{message}");
     assert!(message.contains("\"mode\": \"off\""), "{message}");
@@ -312,7 +311,7 @@ async fn a_kernel_without_landlock_refuses_a_chosen_mode_and_defaults_to_off() {
         "{:?}",
         default.status()
     );
-    let child = Command::new("true").sandbox(&default).spawn().unwrap();
+    let child = Command::new("true", &default).spawn().unwrap();
     assert!(child.wait().await.unwrap().success());
 
     // network: false cannot fall back to off: refused.
@@ -358,4 +357,150 @@ fn listing(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         .collect();
     entries.sort();
     entries
+}
+
+/// A checkout's planted binary, run by the probe that finds it (the
+/// language servers' and adapters' "does it run" check), may write
+/// nothing, not even in the checkout or the temp directory, and runs
+/// from `/`, where no checkout's settings (`rust-toolchain.toml`) are.
+#[test]
+fn a_probe_runs_confined_outside_the_workspace() {
+    if !landlock_here() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let planted = ws.join("node_modules/.bin/gantry-test-planted");
+    std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+    let marker = ws.join("pwned");
+    let tmp_marker = std::env::temp_dir().join(format!("gantry-probe-{}", std::process::id()));
+    std::fs::write(
+        &planted,
+        format!(
+            "#!/bin/sh\ntouch {} {} 2>/dev/null\n[ \"$PWD\" = / ] || exit 3\nexit 0\n",
+            marker.display(),
+            tmp_marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let program = gantry_process::Program {
+        binaries: vec!["gantry-test-planted".into()],
+        probe: Some(vec!["--version".into()]),
+        root_markers: vec!["package.json".into()],
+        ..gantry_process::Program::default()
+    };
+    assert_eq!(
+        program.resolve_binary_on(&ws, &ws, &[]),
+        Ok(planted.clone()),
+        "the probe ran, from /"
+    );
+    assert!(!marker.exists(), "a probe wrote into the checkout");
+    assert!(
+        !tmp_marker.exists(),
+        "a probe wrote into the temp directory"
+    );
+}
+
+/// Root inside the sandbox is root without power: no capability in any
+/// set (so no `CAP_SYS_PTRACE` to read another process's memory or
+/// environment, no `CAP_SYS_ADMIN` to mount), and an exec grants none back.
+#[tokio::test]
+async fn a_confined_command_has_no_capabilities_even_as_root() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let sandbox = sandbox(Mode::WorkspaceWrite, true, workspace.path());
+    // Through an exec of a fresh shell: root's exec would grant the full
+    // set again without the locked secure bits.
+    let (code, output) = run(
+        &sandbox,
+        workspace.path(),
+        "bash -c 'grep ^Cap /proc/self/status'",
+    )
+    .await;
+    assert_eq!(code, 0, "{output}");
+    let set = |name: &str| {
+        output
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name}:\t")))
+            .unwrap_or_else(|| panic!("no {name} in {output}"))
+            .to_string()
+    };
+    for name in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
+        assert_eq!(set(name), "0000000000000000", "{name}: {output}");
+    }
+    if rustix::process::geteuid().is_root() {
+        assert_eq!(set("CapBnd"), "0000000000000000", "{output}");
+    }
+}
+
+/// What runs Gantry's commands cannot look into Gantry: not its
+/// environment (where its tokens and the user's keys are), not its
+/// memory, and no signal reaches it. The test process stands for Gantry,
+/// unconfined, and as Gantry does, it makes itself non-dumpable.
+#[tokio::test]
+async fn a_confined_command_cannot_read_signal_or_trace_gantry() {
+    if !landlock_here() {
+        return;
+    }
+    gantry_process::sandbox::shield_gantry();
+    let workspace = scratch();
+    let sandbox = sandbox(Mode::WorkspaceWrite, true, workspace.path());
+    let gantry = std::process::id();
+    let (_, output) = run(
+        &sandbox,
+        workspace.path(),
+        &format!(
+            "cat /proc/{gantry}/environ >/dev/null 2>&1 && echo READ-ENVIRON; \
+             head -c1 /proc/{gantry}/mem >/dev/null 2>&1 && echo READ-MEM; \
+             readlink /proc/{gantry}/cwd >/dev/null 2>&1 && echo READ-CWD; \
+             kill -0 {gantry} 2>/dev/null && echo SIGNALLED; \
+             python3 -c 'import ctypes,sys; sys.exit(ctypes.CDLL(None).ptrace(16, {gantry}, 0, 0) != 0)' \
+               && echo ATTACHED; echo done"
+        ),
+    )
+    .await;
+    assert!(output.contains("done"), "{output}");
+    for escaped in ["READ-ENVIRON", "READ-MEM", "READ-CWD", "ATTACHED"] {
+        assert!(!output.contains(escaped), "{escaped}: {output}");
+    }
+    if kernel_abi() >= 6 {
+        assert!(!output.contains("SIGNALLED"), "{output}");
+    }
+}
+
+/// A command that shares a terminal with Gantry cannot type into it: the
+/// answer to a confirmation Gantry shows there would be its to give.
+#[tokio::test]
+async fn a_confined_command_cannot_push_input_into_a_terminal() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let sandbox = sandbox(Mode::WorkspaceWrite, true, workspace.path());
+    // Its own pseudo-terminal as its controlling terminal, where TIOCSTI
+    // would otherwise work (dev.tty.legacy_tiocsti).
+    let script = r#"
+import errno, fcntl, os, termios
+main, tty = os.openpty()
+name = os.ttyname(tty)
+os.close(os.open(name, os.O_RDWR))
+try:
+    fcntl.ioctl(tty, termios.TIOCSTI, b"y")
+    print("TYPED")
+except OSError as e:
+    print("refused", errno.errorcode[e.errno])
+"#;
+    let (code, output) = run(
+        &sandbox,
+        workspace.path(),
+        // setsid(1) forks first: the command leads its process group.
+        &format!("setsid -w python3 -c '{script}'"),
+    )
+    .await;
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("refused EACCES"), "{output}");
 }

@@ -84,7 +84,10 @@ async fn spawns() -> f64 {
     let mut took = Vec::with_capacity(CALLS);
     for _ in 0..CALLS {
         let started = Instant::now();
-        let child = Command::new("true").stderr(Stderr::Null).spawn().unwrap();
+        let child = Command::new("true", &gantry_process::Sandbox::default())
+            .stderr(Stderr::Null)
+            .spawn()
+            .unwrap();
         child.wait().await.unwrap();
         took.push(started.elapsed());
     }

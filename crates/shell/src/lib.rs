@@ -24,8 +24,8 @@ use gantry_core::{
     ApprovalMode, Run, RunBuilder, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
     async_trait,
 };
+use gantry_process::Sandbox;
 use gantry_process::sandbox::Refusal;
-use gantry_process::{EnvPolicy, Sandbox};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -88,21 +88,16 @@ fn status(run: &Run) -> Vec<String> {
     lines
 }
 
-/// Adds `shell` with a fresh job table owned by the run, and the
-/// environment policy of the run's settings.
+/// Adds `shell` with a fresh job table owned by the run. What commands
+/// inherit is the run's sandbox's environment policy.
 pub fn register(builder: RunBuilder) -> RunBuilder {
     let jobs = Arc::new(Jobs::default());
-    let env =
-        EnvPolicy::of_settings(builder.current_settings()).map(|layered| Arc::new(layered.policy));
-    builder.resource(jobs.clone()).tool(Shell { jobs, env })
+    builder.resource(jobs.clone()).tool(Shell { jobs })
 }
 
 /// The `shell` tool.
 pub struct Shell {
     jobs: Arc<Jobs>,
-    /// What commands inherit; a policy the settings got wrong stops
-    /// commands rather than leak what it meant to hide.
-    env: Result<Arc<gantry_process::EnvPolicy>, String>,
 }
 
 /// Parameters of `shell`: either `command` (to start one) or `handle` (to
@@ -242,18 +237,15 @@ impl Tool for Shell {
             )));
         }
         let shown_dir = ctx.run.workspace().display(&dir);
-        let env = self
-            .env
-            .as_ref()
-            .map_err(|e| ToolError::failed(format!("shell cannot run commands: {e}")))?;
+        let sandbox = Sandbox::of(&ctx.run).await;
         let sandbox = match unconfined {
             true => {
                 approved_outside(&ctx)?;
-                None
+                sandbox.lifted()
             }
-            false => Some(Sandbox::of(&ctx.run).await),
+            false => sandbox,
         };
-        let running = process::spawn(&command, &dir, env, sandbox).map_err(|e| {
+        let running = process::spawn(&command, &dir, sandbox).map_err(|e| {
             ToolError::failed(match Refusal::of(&e) {
                 Some(refusal) => format!("`{command}` was not run: {refusal}"),
                 None => format!("cannot start bash: {e}"),

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use gantry_process::{Capture, Child, Command, EnvPolicy, Reach, Sandbox, Stderr, Stdout};
+use gantry_process::{Capture, Child, Command, Reach, Sandbox, Stderr, Stdout};
 
 use crate::output::{HEAD_BYTES, TAIL_BYTES};
 
@@ -21,30 +21,20 @@ use crate::output::{HEAD_BYTES, TAIL_BYTES};
 /// that ends leaves nothing behind.
 pub struct Running {
     child: Child,
-    /// The sandbox it runs in; `None` outside one.
-    sandbox: Option<Sandbox>,
+    /// The sandbox it runs in ([`Sandbox::lifted`] where a person
+    /// approved running it outside).
+    sandbox: Sandbox,
 }
 
 /// Starts `bash -c command` in `dir` as the leader of a new process group,
 /// stdin closed, stdout and stderr captured together in the order written,
-/// with the environment `env` allows (never Gantry's secrets), confined
-/// in `sandbox` (unconfined only when the person approved `None`).
-pub fn spawn(
-    command: &str,
-    dir: &Path,
-    env: &EnvPolicy,
-    sandbox: Option<Sandbox>,
-) -> std::io::Result<Running> {
-    let mut bash = Command::new("bash");
-    if let Some(sandbox) = &sandbox {
-        bash.sandbox(sandbox);
-    }
-    let child = bash
+/// confined in `sandbox` with the environment its policy allows (never
+/// Gantry's secrets).
+pub fn spawn(command: &str, dir: &Path, sandbox: Sandbox) -> std::io::Result<Running> {
+    let child = Command::new("bash", &sandbox)
         .arg("-c")
         .arg(command)
         .current_dir(dir)
-        .env_clear()
-        .envs(env.environment())
         // Pagers and credential prompts would wait for a person forever.
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
@@ -110,8 +100,7 @@ impl Running {
     /// append to the result (empty when nothing was refused).
     pub fn explain_refusal(&self, output: &str) -> String {
         self.sandbox
-            .as_ref()
-            .and_then(|sandbox| sandbox.explain(output))
+            .explain(output)
             .map(|explained| format!("\n{explained}"))
             .unwrap_or_default()
     }

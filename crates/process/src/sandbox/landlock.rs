@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use super::DEVICES;
 use landlock::{
     ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr,
+    RulesetAttr, RulesetCreatedAttr, Scope,
 };
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -47,6 +47,10 @@ fn write_access() -> BitFlags<AccessFs> {
     AccessFs::from_write(ABI::V3)
 }
 
+/// The Landlock ABI that scopes signals and abstract Unix sockets to a
+/// command's own sandbox (Linux 6.12).
+pub(crate) const SCOPE_ABI: u32 = 6;
+
 /// A ruleset and a filter, ready to be applied in a child: by the child
 /// itself between fork and exec when spawned directly, or by its reaper,
 /// handed the two descriptors, before it starts the command (no fork of
@@ -54,18 +58,22 @@ fn write_access() -> BitFlags<AccessFs> {
 /// Gantry holding a few hundred megabytes, where `posix_spawn` does not).
 pub(crate) struct Prepared {
     ruleset: OwnedFd,
-    /// The seccomp program under `network: false`, and the same program
-    /// in a memfd for a reaper to read.
-    filter: Option<(BpfProgram, OwnedFd)>,
+    /// The seccomp program, and the same program in a memfd for a reaper
+    /// to read.
+    filter: (BpfProgram, OwnedFd),
+    /// Whether signals and abstract Unix sockets are scoped to the
+    /// command's own sandbox.
+    scoped: bool,
 }
 
 impl Prepared {
     /// Builds the rules: writes beneath `writable` (those that exist and
     /// are absolute: a relative path would name a place beside Gantry's
     /// own directory; one created later is not writable until the next
-    /// run) and the devices; TCP connect and bind denied, and the filter
-    /// compiled, unless `network`.
-    pub(super) fn build(writable: &[PathBuf], network: bool) -> Result<Prepared, String> {
+    /// run) and the devices; TCP connect and bind denied unless
+    /// `network`; signals and abstract Unix sockets scoped to the command's
+    /// own sandbox where the kernel (`abi`) can; the filter compiled.
+    pub(super) fn build(writable: &[PathBuf], network: bool, abi: u32) -> Result<Prepared, String> {
         let handled = write_access();
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
@@ -74,6 +82,15 @@ impl Prepared {
         if !network {
             ruleset = ruleset
                 .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+                .map_err(|e| e.to_string())?;
+        }
+        // Gantry, the language servers and the user's other programs are
+        // outside every command's domain: no signal reaches them, nor a
+        // connection to their abstract sockets.
+        let scoped = abi >= SCOPE_ABI;
+        if scoped {
+            ruleset = ruleset
+                .scope(Scope::Signal | Scope::AbstractUnixSocket)
                 .map_err(|e| e.to_string())?;
         }
         let mut created = ruleset.create().map_err(|e| e.to_string())?;
@@ -98,16 +115,31 @@ impl Prepared {
         }
         let ruleset =
             Option::<OwnedFd>::from(created).ok_or("the kernel created no Landlock ruleset")?;
-        let filter = match network {
-            true => None,
-            false => {
-                let program = socket_filter()?;
-                let memfd = filter_memfd(&program)
-                    .map_err(|e| format!("cannot hold the seccomp filter: {e}"))?;
-                Some((program, memfd))
+        let program = filter(network)?;
+        let memfd =
+            filter_memfd(&program).map_err(|e| format!("cannot hold the seccomp filter: {e}"))?;
+        Ok(Prepared {
+            ruleset,
+            filter: (program, memfd),
+            scoped,
+        })
+    }
+
+    /// What the confinement holds beyond the writes and the network, for
+    /// `gantry status`.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "confined commands run without capabilities (as root too: an empty bounding set, \
+             no ambient ones, root's exec grants none) and cannot push input into a terminal \
+             (TIOCSTI, TIOCLINUX); {}",
+            if self.scoped {
+                "they cannot signal, nor reach the abstract Unix sockets of, any process outside \
+                 their own sandbox (Landlock scopes)"
+            } else {
+                "signals are not scoped (that needs Landlock ABI 6, Linux 6.12): a command may \
+                 signal the user's other processes"
             }
-        };
-        Ok(Prepared { ruleset, filter })
+        )
     }
 
     /// Has `command` confine itself between fork and exec.
@@ -117,23 +149,15 @@ impl Prepared {
         // async-signal-safe work is allowed: three system calls on values
         // built before the fork, nothing allocated, no lock taken.
         unsafe {
-            command.pre_exec(move || {
-                let filter = prepared
-                    .filter
-                    .as_ref()
-                    .map(|(program, _)| program.as_slice());
-                restrict(prepared.ruleset.as_fd(), filter)
-            });
+            command
+                .pre_exec(move || restrict(prepared.ruleset.as_fd(), prepared.filter.0.as_slice()));
         }
     }
 
     /// The descriptors a reaper is handed to confine itself and its
     /// command: the ruleset, and the memfd holding the filter.
-    pub(crate) fn descriptors(&self) -> (BorrowedFd<'_>, Option<BorrowedFd<'_>>) {
-        (
-            self.ruleset.as_fd(),
-            self.filter.as_ref().map(|(_, memfd)| memfd.as_fd()),
-        )
+    pub(crate) fn descriptors(&self) -> (BorrowedFd<'_>, BorrowedFd<'_>) {
+        (self.ruleset.as_fd(), self.filter.1.as_fd())
     }
 }
 
@@ -173,12 +197,12 @@ pub(crate) fn read_filter(memfd: &OwnedFd) -> std::io::Result<Vec<seccompiler::s
         .collect())
 }
 
-/// Confines the calling process: no new privileges, the ruleset, the
-/// filter. Three system calls, nothing allocated: safe between fork and
-/// exec.
+/// Confines the calling process: no new privileges, no capabilities,
+/// the ruleset, the filter. System calls only, nothing allocated: safe
+/// between fork and exec.
 pub(crate) fn restrict(
     ruleset: BorrowedFd<'_>,
-    filter: Option<&[seccompiler::sock_filter]>,
+    filter: &[seccompiler::sock_filter],
 ) -> std::io::Result<()> {
     // SAFETY: plain system calls on a descriptor and a program borrowed
     // for the whole call.
@@ -186,35 +210,115 @@ pub(crate) fn restrict(
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(std::io::Error::last_os_error());
         }
+        drop_capabilities()?;
         if libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0) != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        if let Some(filter) = filter {
-            let program = libc::sock_fprog {
-                len: filter.len() as libc::c_ushort,
-                // The same layout: code, jt, jf, k.
-                filter: filter.as_ptr().cast::<libc::sock_filter>().cast_mut(),
-            };
-            if libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                0,
-                &program as *const libc::sock_fprog,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
+        let program = libc::sock_fprog {
+            len: filter.len() as libc::c_ushort,
+            // The same layout: code, jt, jf, k.
+            filter: filter.as_ptr().cast::<libc::sock_filter>().cast_mut(),
+        };
+        if libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &program as *const libc::sock_fprog,
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
         }
     }
     Ok(())
 }
 
-/// The seccomp filter of `network: false`: `socket` fails with `EACCES`
-/// for any family but Unix, IPv4 and IPv6 (packet, netlink, ...), and for
-/// IPv4 and IPv6 for anything but plain TCP (UDP, raw, SCTP, MPTCP), which
-/// Landlock then denies to connect or bind; `io_uring_setup` too, since a
-/// ring opens sockets without the `socket` call.
-fn socket_filter() -> Result<BpfProgram, String> {
+/// `struct __user_cap_header_struct`: the `libc` crate has no
+/// capability calls, and the `caps` crate allocates, which the child of a
+/// fork must not; two structs and two system calls are all it takes.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct`, one of the two 32-bit halves.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+const CAP_SETPCAP: u32 = 8;
+/// `SECBIT_NOROOT`, `SECBIT_KEEP_CAPS_LOCKED`, `SECBIT_NO_CAP_AMBIENT_RAISE`,
+/// each with its lock: root's exec grants no capability, ever again.
+const SECURE_BITS: libc::c_ulong = 0b1110_0011;
+
+/// Leaves the calling process no capability it could use or get back:
+/// as root, `exec` would otherwise grant the full set again, and root with
+/// capabilities reads any process's memory and environment, mounts and
+/// loads modules. An unprivileged process has none to drop and cannot
+/// change its bounding set (no `CAP_SETPCAP`), which then matters not:
+/// under `no_new_privs` no file capability is granted.
+fn drop_capabilities() -> std::io::Result<()> {
+    let header = CapHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let none = CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    };
+    let mut held = [none; 2];
+    // SAFETY: capget and capset read a header and write or read two data
+    // structs, all owned here and laid out as the kernel's; prctl takes
+    // plain integers.
+    unsafe {
+        if libc::syscall(libc::SYS_capget, &header, held.as_mut_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if held[0].effective & (1 << CAP_SETPCAP) != 0 {
+            if libc::prctl(libc::PR_SET_SECUREBITS, SECURE_BITS, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Up to the kernel's last capability, which answers EINVAL past it.
+            for capability in 0..64 {
+                if libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 {
+                    if *libc::__errno_location() == libc::EINVAL {
+                        break;
+                    }
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+        }
+        // EINVAL only where ambient capabilities do not exist (before 4.3).
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+        if libc::syscall(libc::SYS_capset, &header, [none; 2].as_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The seccomp filter of every confined command: `ioctl` fails with
+/// `EACCES` for `TIOCSTI` and `TIOCLINUX`, which push characters into a
+/// terminal's input (a command sharing Gantry's terminal would type the
+/// answer to Gantry's own confirmation). Under `network: false` also
+/// `socket` for any family but Unix, IPv4 and IPv6 (packet, netlink,
+/// ...), and for IPv4 and IPv6 for anything but plain TCP (UDP, raw,
+/// SCTP, MPTCP), which Landlock then denies to connect or bind; and
+/// `io_uring_setup`, since a ring opens sockets without the `socket`
+/// call.
+fn filter(network: bool) -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
     let condition = |index, op, value: i32| {
         SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64)
@@ -249,12 +353,19 @@ fn socket_filter() -> Result<BpfProgram, String> {
             .map_err(|e| e.to_string())?,
         );
     }
-    let rules = [
-        (libc::SYS_socket, socket_rules),
-        (libc::SYS_io_uring_setup, Vec::new()),
-    ]
-    .into_iter()
-    .collect();
+    let typing = [libc::TIOCSTI, libc::TIOCLINUX]
+        .into_iter()
+        .map(|request| {
+            SeccompRule::new(vec![condition(1, SeccompCmpOp::Eq, request as i32)?])
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut rules = vec![(libc::SYS_ioctl, typing)];
+    if !network {
+        rules.push((libc::SYS_socket, socket_rules));
+        rules.push((libc::SYS_io_uring_setup, Vec::new()));
+    }
+    let rules = rules.into_iter().collect();
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

@@ -37,9 +37,8 @@
 //! # async fn demo(run: gantry_core::Run) -> std::io::Result<()> {
 //! use gantry_process::{Command, Sandbox};
 //!
-//! let child = Command::new("python3")
+//! let child = Command::new("python3", &Sandbox::of(&run).await)
 //!     .arg("script.py")
-//!     .sandbox(&Sandbox::of(&run).await)
 //!     .spawn()?; // refused, with the reason and how to proceed, where it cannot confine
 //! # Ok(())
 //! # }
@@ -57,9 +56,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use gantry_core::Workspace;
 use gantry_core::settings::Settings;
 use gantry_core::{Resource, Run, async_trait};
 use serde::Deserialize;
+
+use crate::env::EnvPolicy;
 
 pub(crate) use self::landlock::{Prepared, read_filter, restrict};
 
@@ -306,6 +308,26 @@ pub fn default_caches() -> Vec<PathBuf> {
     ]
 }
 
+/// Keeps Gantry's memory and environment (its tokens, the user's keys)
+/// from the processes it starts: Gantry becomes non-dumpable, so reading
+/// its `/proc/PID/environ` or `mem`, or attaching to it, needs
+/// `CAP_SYS_PTRACE`, which no confined command has (not even as root:
+/// confinement drops every capability), and Landlock refuses a confined
+/// tracer any process outside its sandbox besides. Also no core dump of
+/// Gantry lands on disk. Called at the start of `main` by a front end
+/// (a reaper execs afresh, dumpable again, and holds no secret).
+pub fn shield_gantry() {
+    // SAFETY: a prctl on the calling process with plain integers.
+    let failed = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0;
+    if failed {
+        tracing::warn!(
+            "Gantry could not make itself non-dumpable ({}): a process of the same user may \
+             read its environment",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// The Landlock ABI of this kernel, 0 without Landlock.
 pub fn kernel_abi() -> u32 {
     landlock::abi()
@@ -332,6 +354,9 @@ pub struct Sandbox {
 
 struct Inner {
     policy: Policy,
+    /// What commands inherit of Gantry's environment
+    /// (`shellEnvironmentPolicy`; Gantry's own secrets never).
+    env: EnvPolicy,
     /// Where confined commands may write, existing or not.
     writable: Vec<PathBuf>,
     /// What the workspace's settings asked for and did not get.
@@ -351,13 +376,20 @@ impl Sandbox {
     /// none): what Gantry would do there. Rules are only built when this
     /// kernel offers that ABI too.
     pub fn on_kernel(policy: Policy, workspace_roots: &[PathBuf], abi: u32) -> Sandbox {
-        Self::build(policy, workspace_roots, abi, Vec::new())
+        Self::build(
+            policy,
+            EnvPolicy::default(),
+            workspace_roots,
+            abi,
+            Vec::new(),
+        )
     }
 
     /// The sandbox of `policy`, remembering what of the workspace's
     /// settings was `ignored` (for `gantry status`).
     fn build(
         policy: Policy,
+        env: EnvPolicy,
         workspace_roots: &[PathBuf],
         abi: u32,
         ignored: Vec<String>,
@@ -376,6 +408,7 @@ impl Sandbox {
         Sandbox {
             inner: Arc::new(Inner {
                 policy,
+                env,
                 writable,
                 ignored,
                 abi,
@@ -405,29 +438,77 @@ impl Sandbox {
     }
 
     /// The sandbox a run's settings and workspace describe (not cached:
-    /// see [`Sandbox::of`]). A section of the wrong shape refuses commands
-    /// rather than guess what the user meant to forbid.
+    /// see [`Sandbox::of`]).
     pub fn for_run(run: &Run) -> Sandbox {
-        let workspace = run.workspace();
-        let roots: Vec<PathBuf> = std::iter::once(workspace.root())
+        Sandbox::of_settings(run.settings(), run.workspace())
+    }
+
+    /// The sandbox `settings` describe for `workspace`: for what is
+    /// started or wired before a run exists (a discovery command, the
+    /// language servers' supervisor). A `sandbox` or
+    /// `shellEnvironmentPolicy` section of the wrong shape refuses every
+    /// command rather than guess what the user meant to forbid or hide.
+    pub fn of_settings(settings: &Settings, workspace: &Workspace) -> Sandbox {
+        let workspace_roots: Vec<PathBuf> = std::iter::once(workspace.root())
             .chain(workspace.extra_roots())
             .map(Path::to_path_buf)
             .collect();
-        match Policy::from_settings(run.settings()) {
-            Ok(layered) => Sandbox::build(layered.policy, &roots, kernel_abi(), layered.ignored),
-            Err(error) => Sandbox {
+        let env = EnvPolicy::of_settings(settings).map(|layered| layered.policy);
+        match (Policy::from_settings(settings), env) {
+            (Ok(layered), Ok(env)) => Sandbox::build(
+                layered.policy,
+                env,
+                &workspace_roots,
+                kernel_abi(),
+                layered.ignored,
+            ),
+            (Err(error), _) | (_, Err(error)) => Sandbox {
                 inner: Arc::new(Inner {
                     policy: Policy::default(),
+                    env: EnvPolicy::default(),
                     writable: Vec::new(),
                     ignored: Vec::new(),
                     abi: kernel_abi(),
                     state: State::Refused(format!(
-                        "the sandbox settings cannot be read, so commands are refused: {error}; fix the \
-                         `{SETTINGS_KEY}` section"
+                        "the sandbox settings cannot be read, so commands are refused: {error}; \
+                         fix the section"
                     )),
                 }),
             },
         }
+    }
+
+    /// This sandbox without confinement, the environment policy kept: only
+    /// for a command a person approved to run outside the sandbox
+    /// (`shell` with `sandbox: false`), never for anything Gantry starts
+    /// on its own.
+    pub fn lifted(&self) -> Sandbox {
+        let Inner {
+            policy,
+            env,
+            ignored,
+            abi,
+            ..
+        } = &*self.inner;
+        Sandbox {
+            inner: Arc::new(Inner {
+                policy: Policy {
+                    mode: Mode::Off,
+                    mode_chosen: true,
+                    ..policy.clone()
+                },
+                env: env.clone(),
+                writable: Vec::new(),
+                ignored: ignored.clone(),
+                abi: *abi,
+                state: State::Unconfined("a person approved running it outside the sandbox".into()),
+            }),
+        }
+    }
+
+    /// What commands inherit of Gantry's environment.
+    pub fn environment(&self) -> &EnvPolicy {
+        &self.inner.env
     }
 
     /// This sandbox with `place` writable too, in any confining mode: for
@@ -440,6 +521,7 @@ impl Sandbox {
         }
         let Inner {
             policy,
+            env,
             writable,
             ignored,
             abi,
@@ -451,6 +533,7 @@ impl Sandbox {
         Sandbox {
             inner: Arc::new(Inner {
                 policy: policy.clone(),
+                env: env.clone(),
                 writable,
                 ignored: ignored.clone(),
                 abi: *abi,
@@ -548,10 +631,18 @@ impl Sandbox {
                 ));
             }
         }
-        lines.push(
-            "sandbox: language servers are exempt (they write their caches in the home directory)"
-                .into(),
-        );
+        lines.push(format!(
+            "sandbox: no exemption: every process Gantry starts runs in it (commands, kernels \
+             and the making of their environments, debug adapters, language servers, project \
+             checkers, every probe of a program, discovered commands, bridged servers), with the \
+             environment `shellEnvironmentPolicy` allows and never Gantry's own secrets; a \
+             language server writes only its own cache folder in Gantry's cache directory \
+             besides what commands may write{}",
+            match state {
+                State::Confined(prepared) => format!("; {}", prepared.describe()),
+                _ => String::new(),
+            }
+        ));
         if !ignored.is_empty() {
             lines.push(format!(
                 "sandbox: ignored from the workspace's settings: {}; a workspace's settings may \
@@ -574,6 +665,16 @@ impl Sandbox {
                 Refusal(why.clone()),
             )),
         }
+    }
+}
+
+/// The sandbox of no settings and no workspace: the default policy, so
+/// commands write only the temp directory, the caches and the devices.
+/// For a library user or a test with no run; a run's commands take
+/// [`Sandbox::of`].
+impl Default for Sandbox {
+    fn default() -> Self {
+        Sandbox::new(Policy::default(), &[])
     }
 }
 
@@ -638,7 +739,7 @@ fn decide(policy: &Policy, writable: &[PathBuf], abi: u32) -> State {
             }
         ));
     }
-    match Prepared::build(writable, policy.network) {
+    match Prepared::build(writable, policy.network, abi) {
         Ok(prepared) => State::Confined(Arc::new(prepared)),
         Err(error) => State::Refused(format!(
             "the sandbox cannot confine commands here, so they are refused: the sandbox could not be built ({error}); {HOW_TO_TURN_OFF}"
