@@ -243,9 +243,6 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             allow_origins,
             idle_timeout,
         } => {
-            let access = http
-                .map(|_| http_access(tokens, tokens_file.as_deref(), no_token))
-                .transpose()?;
             let config = config(surface.surface(ApprovalMode::Client));
             // Fail now, not at the first client request, on a bad root or settings.
             gantry_assembly::open_with(&config.root, &config.settings_files)?;
@@ -254,12 +251,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 Box::pin(async move { gantry_assembly::build_run(&config, human).await })
             });
             let shutdown = shutdown_signal()?;
-            match http.zip(access) {
-                Some((addr, access)) => {
+            match http {
+                Some(addr) => {
                     let cancel = gantry_core::CancellationToken::new();
                     let options = gantry_mcp::HttpOptions {
                         addr,
-                        access,
+                        access: http_access(tokens, tokens_file.as_deref(), no_token)?,
                         allowed_origins: allow_origins,
                         idle: Duration::from_secs(idle_timeout.max(1)),
                         cancel: cancel.clone(),
