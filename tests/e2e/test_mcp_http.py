@@ -309,6 +309,14 @@ async def test_tokens_need_not_be_on_the_command_line(workspace: Path, http_serv
     async with from_file.client("from-the-file") as client:
         assert (await client.list_tools()).tools
 
+    tokens.write_text("# none yet\n\n")
+    empty = subprocess.run(
+        [gantry_bin(), "mcp", "--root", str(workspace), "--http", f"127.0.0.1:{free_port()}",
+         "--tokens-file", str(tokens)],
+        env=env_for(workspace.parent), capture_output=True, text=True, timeout=30,
+    )
+    assert empty.returncode != 0 and "holds no token" in empty.stderr, empty.stderr
+
     on_argv = http_server("--token", "on-the-argv", token=None)
     assert "warning: --token puts the token on the command line" in on_argv.banner, on_argv.banner
     async with on_argv.client("on-the-argv") as client:

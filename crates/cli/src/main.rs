@@ -430,10 +430,17 @@ fn http_access(
     if let Some(file) = tokens_file {
         let text = std::fs::read_to_string(file)
             .with_context(|| format!("cannot read the tokens file {}", file.display()))?;
+        let before = tokens.len();
         tokens.extend(
             text.lines()
-                .filter(|line| !line.trim_start().starts_with('#'))
+                .map(str::trim)
+                .filter(|line| !line.is_empty() && !line.starts_with('#'))
                 .map(String::from),
+        );
+        anyhow::ensure!(
+            tokens.len() > before,
+            "the tokens file {} holds no token (one per line)",
+            file.display()
         );
     }
     tokens.retain_mut(|token| {
