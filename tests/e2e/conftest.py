@@ -4,17 +4,22 @@ clients from the Python `mcp` SDK (a client this project did not write)."""
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import anyio
+import httpx2
+import mcp
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,6 +57,8 @@ def env_for(tmp_home: Path) -> dict[str, str]:
     env["GANTRY_HOME"] = str(tmp_home / "home")
     env["GANTRY_STATE_DIR"] = str(tmp_home / "state")
     env["XDG_STATE_HOME"] = str(tmp_home / "shared-state")
+    # A test gives `gantry mcp --http` its tokens itself.
+    env.pop("GANTRY_HTTP_TOKEN", None)
     return env
 
 
@@ -96,15 +103,46 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class Served(NamedTuple):
+    """A `gantry mcp --http` started by the `http_server` fixture."""
+
+    proc: subprocess.Popen
+    url: str
+    # The bearer token the test gave it, if any.
+    token: str | None
+    # What it wrote on stderr before it said it serves.
+    banner: str
+
+    def http(self, token: str | None = None, **kwargs) -> httpx2.AsyncClient:
+        """An HTTP client sending `token` (by default the server's) as the
+        bearer token."""
+        token = token or self.token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx2.AsyncClient(headers=headers, timeout=30, **kwargs)
+
+    def streams(self, token: str | None = None, **kwargs):
+        """The SDK's streamable HTTP transport, with the bearer token."""
+        return streamable_http_client(self.url, http_client=self.http(token), **kwargs)
+
+    def client(self, token: str | None = None, **kwargs) -> mcp.Client:
+        """`mcp.Client` (protocol 2026-07-28), with the bearer token."""
+        return mcp.Client(self.streams(token), **kwargs)
+
+
 @pytest.fixture
 def http_server(workspace: Path):
-    """`gantry mcp --http` on a free loopback port; yields the MCP URL."""
+    """`gantry mcp --http` on a free loopback port. By default it gets a
+    fresh bearer token in GANTRY_HTTP_TOKEN; with `token=None`, none (the
+    test passes `--no-token`, `--tokens-file`, or lets it make one)."""
     procs = []
 
-    def start(*args: str, host: str = "127.0.0.1", env_extra: dict | None = None):
+    def start(*args: str, host: str = "127.0.0.1", token: str | None = "fresh") -> Served:
         port = free_port()
         env = env_for(workspace.parent)
-        env.update(env_extra or {})
+        if token == "fresh":
+            token = secrets.token_hex(16)
+        if token is not None:
+            env["GANTRY_HTTP_TOKEN"] = token
         proc = subprocess.Popen(
             [gantry_bin(), "mcp", "--root", str(workspace), "--http", f"{host}:{port}", *args],
             env=env,
@@ -113,17 +151,19 @@ def http_server(workspace: Path):
             text=True,
         )
         procs.append(proc)
-        # The server says where it serves once it is listening.
+        # The server says where it serves, last, once it is listening.
         deadline = time.monotonic() + 30
+        banner = ""
         line = ""
         while time.monotonic() < deadline:
             line = proc.stderr.readline()
             if "serving MCP at" in line or not line:
                 break
+            banner += line
         if "serving MCP at" not in line:
             proc.kill()
-            raise RuntimeError(f"gantry --http did not start: {line}{proc.stderr.read()}")
-        return proc, f"http://127.0.0.1:{port}/mcp"
+            raise RuntimeError(f"gantry --http did not start: {banner}{line}{proc.stderr.read()}")
+        return Served(proc, f"http://127.0.0.1:{port}/mcp", token, banner)
 
     yield start
     for proc in procs:

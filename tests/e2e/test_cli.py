@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import anyio
-import mcp
 import pytest
 
 from conftest import env_for, gantry_bin, process_exited, text_of
@@ -266,7 +265,7 @@ async def test_sigterm_ends_mcp_http_within_a_second(workspace: Path, http_serve
     holds a language server that will not stop, and that server is killed,
     not left behind."""
     # Signalled the moment it listens, it still stops gracefully.
-    quick, _ = http_server()
+    quick = http_server().proc
     quick.send_signal(signal.SIGTERM)
     assert quick.wait(timeout=10) == 0
 
@@ -281,8 +280,9 @@ async def test_sigterm_ends_mcp_http_within_a_second(workspace: Path, http_serve
     home = Path(env_for(workspace.parent)["GANTRY_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     (home / "settings.json").write_text(json.dumps(settings))
-    proc, url = http_server()
-    async with mcp.Client(url) as client:
+    server = http_server()
+    proc = server.proc
+    async with server.client() as client:
         started = await client.call_tool("lsp", {"action": "reload", "file": "main.go"})
         assert "restarted (pid" in text_of(started), text_of(started)
     lsp_pid = int(lsp_pid_file.read_text())

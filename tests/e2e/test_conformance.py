@@ -43,7 +43,8 @@ def conformance_bin() -> Path:
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_conformance_scenario(scenario: str, http_server):
     bin_dir = conformance_bin()
-    _, url = http_server()
+    # The suite sends no credentials: this is the `--no-token` path.
+    url = http_server("--no-token", token=None).url
     env = dict(os.environ)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     run = subprocess.run(

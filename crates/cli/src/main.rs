@@ -64,20 +64,22 @@ enum Command {
         /// Serve streamable HTTP at this address (e.g. 127.0.0.1:8765) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<SocketAddr>,
-        /// Bearer token for --http (repeat it, or separate by commas in
-        /// GANTRY_HTTP_TOKEN, for several); required when the address is
-        /// not loopback. On protocol 2026-07-28 each token gets its own run.
-        #[arg(
-            long = "token",
-            env = "GANTRY_HTTP_TOKEN",
-            value_delimiter = ',',
-            hide_env_values = true
-        )]
-        tokens: Vec<String>,
         /// A file of bearer tokens for --http, one per line (blank lines
-        /// and lines starting with `#` skipped), added to --token.
+        /// and lines starting with `#` skipped). Tokens also come from
+        /// GANTRY_HTTP_TOKEN (comma-separated); with none, one is made and
+        /// printed at start. On protocol 2026-07-28 each token gets its own run.
         #[arg(long, value_name = "FILE")]
         tokens_file: Option<PathBuf>,
+        /// A bearer token for --http (repeat it for several). Every process
+        /// of this machine can read a command line (/proc/PID/cmdline):
+        /// prefer --tokens-file or GANTRY_HTTP_TOKEN.
+        #[arg(long = "token", value_name = "TOKEN")]
+        tokens: Vec<String>,
+        /// Serve --http on loopback without a bearer token: any process of
+        /// this machine, the commands Gantry runs included, can then call
+        /// every tool.
+        #[arg(long, requires = "http", conflicts_with_all = ["tokens", "tokens_file"])]
+        no_token: bool,
         /// Extra browser origin allowed to call --http (loopback origins always are).
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origins: Vec<String>,
@@ -236,22 +238,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Mcp {
             surface,
             http,
-            mut tokens,
+            tokens,
             tokens_file,
+            no_token,
             allow_origins,
             idle_timeout,
         } => {
-            if let Some(file) = tokens_file {
-                let text = std::fs::read_to_string(&file)
-                    .with_context(|| format!("cannot read the tokens file {}", file.display()))?;
-                tokens.extend(
-                    text.lines()
-                        .map(str::trim)
-                        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-                        .map(String::from),
-                );
-            }
-            tokens.retain(|token| !token.is_empty());
             let config = config(surface.surface(ApprovalMode::Client));
             // Fail now, not at the first client request, on a bad root or settings.
             gantry_assembly::open_with(&config.root, &config.settings_files)?;
@@ -265,7 +257,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                     let cancel = gantry_core::CancellationToken::new();
                     let options = gantry_mcp::HttpOptions {
                         addr,
-                        tokens,
+                        access: http_access(tokens, tokens_file.as_deref(), no_token)?,
                         allowed_origins: allow_origins,
                         idle: Duration::from_secs(idle_timeout.max(1)),
                         cancel: cancel.clone(),
@@ -401,6 +393,66 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             Ok(std::process::ExitCode::SUCCESS)
         }
     }
+}
+
+/// The variable of `gantry mcp --http`'s bearer tokens (comma-separated),
+/// which no child of Gantry inherits (`gantry_process::env::ALWAYS_REMOVED`).
+const TOKEN_VAR: &str = "GANTRY_HTTP_TOKEN";
+
+/// Who may call `gantry mcp --http`: the tokens of `--token`, of
+/// `--tokens-file` and of [`TOKEN_VAR`] together, a token made at start
+/// when there are none, or anyone with `--no-token`. A token on the command
+/// line works, with a warning: every process of the machine can read it.
+fn http_access(
+    mut tokens: Vec<String>,
+    tokens_file: Option<&std::path::Path>,
+    no_token: bool,
+) -> anyhow::Result<gantry_mcp::Access> {
+    let from_env = match std::env::var(TOKEN_VAR) {
+        Ok(value) => value,
+        Err(std::env::VarError::NotPresent) => String::new(),
+        Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("{TOKEN_VAR} is not UTF-8"),
+    };
+    if no_token {
+        anyhow::ensure!(
+            from_env.is_empty(),
+            "--no-token, yet {TOKEN_VAR} gives a token: unset it, or leave out --no-token"
+        );
+        return Ok(gantry_mcp::Access::Open);
+    }
+    if !tokens.is_empty() {
+        eprintln!(
+            "gantry: warning: --token puts the token on the command line, where every process \
+             of this machine can read it (/proc/PID/cmdline, ps): give it with --tokens-file \
+             FILE or {TOKEN_VAR} instead"
+        );
+    }
+    tokens.extend(from_env.split(',').map(String::from));
+    if let Some(file) = tokens_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the tokens file {}", file.display()))?;
+        let before = tokens.len();
+        tokens.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty() && !line.starts_with('#'))
+                .map(String::from),
+        );
+        anyhow::ensure!(
+            tokens.len() > before,
+            "the tokens file {} holds no token (one per line)",
+            file.display()
+        );
+    }
+    tokens.retain_mut(|token| {
+        *token = token.trim().to_string();
+        !token.is_empty()
+    });
+    Ok(if tokens.is_empty() {
+        gantry_mcp::Access::Generated
+    } else {
+        gantry_mcp::Access::Tokens(tokens)
+    })
 }
 
 /// How long `gantry mcp --http` lets its runs end politely after a signal.

@@ -2,8 +2,11 @@
 //!
 //! Bound to loopback unless told otherwise. The `Host` and `Origin` headers
 //! are checked against DNS rebinding (a web page must not drive the tools of
-//! a local server), and a bearer token is required whenever the address is
-//! reachable from beyond this machine.
+//! a local server), and a bearer token is required on loopback too: the
+//! commands Gantry runs for the model can reach loopback, and a server that
+//! answers them without a token would let them call `shell` with
+//! `sandbox: false` and approve it themselves. With no token given, one is
+//! made at start and printed on stderr (as Jupyter does).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,10 +28,8 @@ use crate::stdio::{INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERR
 pub struct HttpOptions {
     /// Where to listen.
     pub addr: SocketAddr,
-    /// Accepted as `Authorization: Bearer <token>`; at least one is
-    /// mandatory off loopback. On protocol 2026-07-28, which has no
-    /// sessions, each token gets a run of its own.
-    pub tokens: Vec<String>,
+    /// Who may call.
+    pub access: Access,
     /// Browser origins allowed besides the loopback ones.
     pub allowed_origins: Vec<String>,
     /// A session with no request for this long ends, and its run with it.
@@ -37,15 +38,44 @@ pub struct HttpOptions {
     pub cancel: CancellationToken,
 }
 
+/// Who may call the HTTP front end.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// Requests with `Authorization: Bearer <one of these>`. On protocol
+    /// 2026-07-28, which has no sessions, each token gets a run of its own.
+    /// None given is the same as [`Access::Generated`].
+    Tokens(Vec<String>),
+    /// Requests with a token made at start from the OS's random source and
+    /// printed on stderr with a client configuration that uses it: it is
+    /// in no argv, no environment and no file, only in this process.
+    /// Loopback only: an address reachable beyond this machine needs a
+    /// token chosen on purpose.
+    Generated,
+    /// Every request (`--no-token`): loopback only, with a warning, since
+    /// any local process can then call the tools.
+    Open,
+}
+
 /// Serves MCP over streamable HTTP at `options.addr` until cancelled.
 pub async fn serve_http(factory: RunFactory, options: HttpOptions) -> anyhow::Result<()> {
     let loopback = options.addr.ip().is_loopback();
-    if !loopback && options.tokens.is_empty() {
-        anyhow::bail!(
-            "{} is reachable beyond this machine: give a bearer token with --token (or GANTRY_HTTP_TOKEN), or bind to 127.0.0.1",
+    let (tokens, generated) = match options.access {
+        Access::Tokens(tokens) if !tokens.is_empty() => (tokens, None),
+        Access::Open if !loopback => anyhow::bail!(
+            "--no-token is allowed on loopback only: {} is reachable beyond this machine",
             options.addr
-        );
-    }
+        ),
+        _ if !loopback => anyhow::bail!(
+            "{} is reachable beyond this machine: give a bearer token with --tokens-file FILE \
+             or GANTRY_HTTP_TOKEN, or bind to 127.0.0.1",
+            options.addr
+        ),
+        Access::Open => (Vec::new(), None),
+        Access::Tokens(_) | Access::Generated => {
+            let token = new_token()?;
+            (vec![token.clone()], Some(token))
+        }
+    };
     let stateless = StatelessRuns::new(options.idle);
     let shared = Arc::new(Shared::new(factory).with_stateless_runs(stateless.clone()));
     let mut config = StreamableHttpServerConfig::default()
@@ -73,7 +103,8 @@ pub async fn serve_http(factory: RunFactory, options: HttpOptions) -> anyhow::Re
         Arc::new(sessions),
         config,
     );
-    let tokens = Arc::new(options.tokens.clone());
+    let open = tokens.is_empty();
+    let tokens = Arc::new(tokens);
     let app = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn(check_message))
@@ -82,16 +113,54 @@ pub async fn serve_http(factory: RunFactory, options: HttpOptions) -> anyhow::Re
             async move { check_bearer(&tokens, request, next).await }
         }));
     let listener = tokio::net::TcpListener::bind(options.addr).await?;
-    tracing::info!(addr = %listener.local_addr()?, "serving MCP over streamable HTTP at /mcp");
-    eprintln!(
-        "gantry: serving MCP at http://{}/mcp",
-        listener.local_addr()?
-    );
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    tracing::info!(%url, "serving MCP over streamable HTTP");
+    match generated {
+        Some(token) => eprintln!("{}", generated_token_notice(&url, &token)),
+        None if open => eprintln!(
+            "gantry: warning: --no-token: any process of this machine that can reach {url}, \
+             the commands Gantry runs for the model included, can call every tool of this \
+             server and answer its confirmations"
+        ),
+        None => {}
+    }
+    // Last: whoever waits for this line has everything above it.
+    eprintln!("gantry: serving MCP at {url}");
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { options.cancel.cancelled().await })
         .await?;
     stateless.shutdown().await;
     Ok(())
+}
+
+/// A fresh bearer token: 32 bytes of the OS's random source, in hex.
+fn new_token() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|error| {
+        anyhow::anyhow!("cannot make a bearer token: the OS random source failed: {error}")
+    })?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// What stderr says of a token made at start: the header a client sends,
+/// and MCP settings to paste that send it.
+fn generated_token_notice(url: &str, token: &str) -> String {
+    let settings = serde_json::json!({
+        "mcpServers": {"gantry": {
+            "type": "http",
+            "url": url,
+            "headers": {"Authorization": format!("Bearer {token}")},
+        }}
+    });
+    format!(
+        "gantry: no bearer token was given, so one was made for this server. It lives only \
+         in this process, and a new one is made at each start (for one that lasts, put it in \
+         a file only you can read and give --tokens-file FILE, or set GANTRY_HTTP_TOKEN).\n\
+         A client sends it as the header\n  \
+         Authorization: Bearer {token}\n\
+         e.g. with these MCP settings (Claude Code's .mcp.json; Qwen Code and Gemini CLI \
+         spell \"url\" as \"httpUrl\"):\n  {settings}"
+    )
 }
 
 /// Answers a POST whose body is not a message rmcp would take with the
@@ -182,7 +251,8 @@ fn rpc_error(status: StatusCode, id: serde_json::Value, code: i64, message: Stri
 }
 
 /// Lets a request through only with one of `tokens` (any request when
-/// there are none), marking it with its [`Credential`].
+/// there are none, which is `--no-token`), marking it with its
+/// [`Credential`]; any other gets `401` with a JSON-RPC error.
 async fn check_bearer(tokens: &[String], mut request: Request, next: Next) -> Response {
     let credential = if tokens.is_empty() {
         Some(Credential(0))
@@ -201,12 +271,19 @@ async fn check_bearer(tokens: &[String], mut request: Request, next: Next) -> Re
         })
     };
     let Some(credential) = credential else {
-        return (
+        let mut refusal = rpc_error(
             StatusCode::UNAUTHORIZED,
-            [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-            "missing or wrong bearer token",
-        )
-            .into_response();
+            serde_json::Value::Null,
+            INVALID_REQUEST,
+            "missing or wrong bearer token: send the header `Authorization: Bearer <token>` \
+             with a token this server was given, or the one it printed at start"
+                .to_string(),
+        );
+        refusal.headers_mut().insert(
+            axum::http::header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static("Bearer"),
+        );
+        return refusal;
     };
     request.extensions_mut().insert(credential);
     next.run(request).await

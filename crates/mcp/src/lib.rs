@@ -24,7 +24,7 @@ use rmcp::ServiceExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::unix::pipe;
 
-pub use http::{HttpOptions, serve_http};
+pub use http::{Access, HttpOptions, serve_http};
 pub use server::{GantryServer, RunFactory, RunFuture};
 
 /// Serves one MCP session on stdin/stdout until the client goes away, then
