@@ -22,7 +22,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use gantry_core::{
     Answer, ApprovalMode, Confirmation, Family, Human, HumanError, Question, Run, RunBuilder,
-    Settings, SettingsError, SettingsWitness, Surface, Tier, Workspace,
+    Settings, SettingsError, Surface, Tier, Workspace,
 };
 
 /// Settings keys the assembly and the core read (not a family's).
@@ -80,12 +80,8 @@ pub fn settings_warnings(settings: &Settings) -> Vec<String> {
         .map(|key| format!("unknown settings key `{key}` (known: {})", known.join(", ")))
         .collect();
     warnings.extend(trusted_folders_warning(settings));
-    if settings.workspace_tainted() {
-        warnings.push(format!(
-            "{} is not trusted this time: {}",
-            settings.workspace_file_shown(),
-            gantry_core::witness::TAINTED_REASON
-        ));
+    if let gantry_core::trust::WorkspaceTrust::Withheld(why) = settings.workspace_trust() {
+        warnings.push(why.clone());
     }
     if let Ok((_, ignored)) = extra_roots(settings) {
         warnings.extend(
@@ -145,10 +141,7 @@ pub fn open_with(root: &Path, settings_files: &[PathBuf]) -> anyhow::Result<(Wor
 /// the front end can reach, if any.
 pub async fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::Result<Run> {
     let (workspace, settings) = open_with(&config.root, &config.settings_files)?;
-    // First wired, so last ended: after every process the run started.
-    let witness = Arc::new(SettingsWitness::begin(workspace.root()));
     let mut builder = Run::builder(workspace)
-        .resource(witness)
         .settings(settings)
         .surface(config.surface);
     if let Some(human) = human {

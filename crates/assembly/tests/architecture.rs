@@ -167,11 +167,9 @@ const WRITES: [&str; 7] = [
 ];
 
 /// Writes that never touch a workspace file, each with why.
-const NOT_THE_WORKSPACE: [(&str, &str); 5] = [
+const NOT_THE_WORKSPACE: [(&str, &str); 4] = [
     // Gantry's own files about a workspace, in the state directory.
     ("core/src/state.rs", "the state directory"),
-    // The settings witness's records of runs, in the state directory.
-    ("core/src/witness.rs", "the state directory"),
     // The journal and its beacon live in the state directory.
     ("core/src/write/journal.rs", "the state directory"),
     // --log-file, where the person asked for logs.

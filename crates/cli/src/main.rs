@@ -132,10 +132,14 @@ enum Command {
         #[command(flatten)]
         surface: SurfaceArgs,
     },
-    /// Confirm the workspace's .gantry/settings.json as it is now, after a
-    /// change made while Gantry ran commands for a model withheld the
-    /// trust your trustedFolders gives it.
-    Trust,
+    /// Approve a workspace's .gantry/settings.json as it is now, as
+    /// direnv's `allow`: a folder your trustedFolders lists is trusted
+    /// while the file keeps exactly this content.
+    Trust {
+        /// The workspace folder, its .gantry, or its .gantry/settings.json,
+        /// relative to --root (default: the workspace root itself).
+        path: Option<PathBuf>,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -372,11 +376,28 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 std::process::ExitCode::FAILURE
             })
         }
-        Command::Trust => {
-            let said = gantry_core::witness::confirm(&root)
-                .context("cannot record the confirmation in Gantry's state directory")?;
+        Command::Trust { path } => {
+            use gantry_core::trust::{Approvals, WorkspaceTrust, root_named};
+            let folder = root_named(&path.map_or_else(|| root.clone(), |path| root.join(path)));
+            let said = Approvals::of_user().approve(&folder)?;
             println!("{said}");
-            Ok(std::process::ExitCode::SUCCESS)
+            // What the next run will make of it, read as it will read it.
+            let settings = gantry_core::Settings::load_with(&cli.settings_files, &folder)?;
+            match settings.workspace_trust() {
+                WorkspaceTrust::Trusted => Ok(std::process::ExitCode::SUCCESS),
+                WorkspaceTrust::NotListed => {
+                    println!(
+                        "its folder is not in the `trustedFolders` of your own settings, so it \
+                         stays untrusted until you add {} there",
+                        folder.display()
+                    );
+                    Ok(std::process::ExitCode::SUCCESS)
+                }
+                WorkspaceTrust::Withheld(why) => {
+                    eprintln!("gantry trust: {why}");
+                    Ok(std::process::ExitCode::FAILURE)
+                }
+            }
         }
         Command::Status { surface } => {
             let run = gantry_assembly::build_run(
@@ -607,6 +628,7 @@ fn print_status(run: &Run) -> std::io::Result<()> {
             writeln!(out, "settings: {}", file.display())?;
         }
     }
+    writeln!(out, "workspace trust: {}", run.settings().workspace_trust())?;
     writeln!(
         out,
         "surface: tier cap {}, approval {}",

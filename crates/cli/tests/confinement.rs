@@ -426,6 +426,8 @@ fn a_workspace_cannot_widen_its_own_roots_unless_trusted() {
         json!({"trustedFolders": [ws.path()]}).to_string(),
     )
     .unwrap();
+    assert_eq!(read()["ok"], false, "listed, but the file never approved");
+    common::trust(ws.path(), state.path());
     let allowed = read();
     assert_eq!(allowed["ok"], true, "{allowed}");
     assert!(allowed.to_string().contains(SECRET), "{allowed}");

@@ -208,6 +208,7 @@ fn a_workspace_may_tighten_but_not_loosen_unless_trusted() {
         "shellEnvironmentPolicy": {"inherit": "core"},
         "trustedFolders": [setup.ws.path()],
     }));
+    common::trust(setup.ws.path(), setup.state.path());
     let env = setup.env();
     assert_eq!(env["PLAIN_VISIBLE"], "from-workspace");
     assert_eq!(env["OTHER_PLAIN"], "other-1");

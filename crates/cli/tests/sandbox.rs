@@ -155,9 +155,10 @@ fn status_and_session_show_the_sandbox() {
 
 /// The escape a trusted folder leaves open to a confined command: its
 /// `.gantry/settings.json` is in the workspace, which the command may
-/// write, and could turn the sandbox off for the next run. Gantry sees
-/// the file changed during the run and withholds the folder's trust until
-/// the user confirms the file with `gantry trust`.
+/// write, and could turn the sandbox off for the next run. Trust is by
+/// content: the file the command wrote is not one the user approved, so
+/// the folder's trust is withheld until the user approves it with `gantry
+/// trust`.
 #[test]
 fn a_settings_file_changed_during_a_run_is_trusted_only_once_confirmed() {
     let Some(scene) = Scene::if_sandbox_here() else {
@@ -192,7 +193,7 @@ fn a_settings_file_changed_during_a_run_is_trusted_only_once_confirmed() {
         .unwrap();
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(
-        said.contains("is not trusted this time") && said.contains("gantry trust"),
+        said.contains("is not what you approved") && said.contains("gantry trust"),
         "{said}"
     );
 

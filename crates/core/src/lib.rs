@@ -60,7 +60,7 @@ mod sync;
 pub mod testing;
 pub mod tier;
 pub mod tool;
-pub mod witness;
+pub mod trust;
 pub mod workspace;
 pub mod write;
 
@@ -77,7 +77,6 @@ pub use sync::lock;
 pub use tier::{ApprovalMode, Tier};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DynTool, Prepared, Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};
-pub use witness::SettingsWitness;
 pub use workspace::{DirEntry, NotRegular, PathError, Workspace, read_regular};
 pub use write::{Applied, ChangeSet, WriteError, WriteHook};
 

@@ -145,7 +145,7 @@ pub(crate) struct RunInner {
 impl Drop for RunInner {
     /// Kills every resource at once, last wired first, as
     /// [`Run::shutdown`] ends them: one wired first may need the others
-    /// gone (the settings witness, the processes that could write).
+    /// gone (the processes that could write).
     fn drop(&mut self) {
         let resources = std::mem::take(self.resources.get_mut().unwrap_or_else(|p| p.into_inner()));
         for owned in resources.into_iter().rev() {

@@ -12,12 +12,16 @@
 //! keys a family reads each level apart ([`Settings::user_section`],
 //! [`Settings::workspace_section`]) and asks
 //! [`Settings::workspace_trusted`]; `trustedFolders` itself is read from
-//! the user's file only.
+//! the user's file only. Trust is by content too: the workspace's file
+//! counts only as the user approved it with `gantry trust`
+//! ([`crate::trust`]).
 
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+use crate::trust::{Approvals, WorkspaceFile, WorkspaceTrust};
 
 /// Where Gantry keeps per-user files: `$GANTRY_HOME`, else `~/.gantry`.
 pub fn gantry_home() -> PathBuf {
@@ -108,8 +112,7 @@ pub struct Settings {
     files: Vec<PathBuf>,
     user: Layer,
     workspace: Layer,
-    trusted: bool,
-    tainted: bool,
+    trust: WorkspaceTrust,
 }
 
 impl Settings {
@@ -122,7 +125,8 @@ impl Settings {
     /// Loads `user_file` as the user level and `root`'s
     /// `.gantry/settings.json` as the workspace level, and decides whether
     /// `root` is trusted (a folder in the user level's `trustedFolders`, or
-    /// beneath one).
+    /// beneath one, whose settings file is as approved in the approvals
+    /// beside `user_file`).
     pub fn load_from(user_file: &Path, root: &Path) -> Result<Self, SettingsError> {
         Self::load_levels(&[user_file.to_path_buf()], root)
     }
@@ -136,22 +140,28 @@ impl Settings {
         Self::load_levels(&user_files, root)
     }
 
-    /// Loads `user_files` in order at the user level, then decides trust,
-    /// then reads the workspace level.
+    /// Loads `user_files` in order at the user level (the first is the
+    /// user's own, beside the approvals), then reads the workspace level
+    /// once and decides trust on the very bytes it parses.
     fn load_levels(user_files: &[PathBuf], root: &Path) -> Result<Self, SettingsError> {
         let mut settings = Settings::default();
         for file in user_files {
             settings.read(Level::User, file)?;
         }
-        settings.trusted = trusted(&settings.user.values, root);
-        if settings.trusted && crate::witness::tainted(root) {
-            settings.trusted = false;
-            settings.tainted = true;
+        // Resolved once, so the listing, the file read and its approval
+        // are all of one folder, however the root was named.
+        let root = &root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let listed = trusted(&settings.user.values, root);
+        let file = WorkspaceFile::read(root)?;
+        let approvals = match user_files.first() {
+            Some(own) => Approvals::beside(own),
+            None => Approvals::of_user(),
+        };
+        settings.trust = approvals.judge(root, &file, listed);
+        if let Some(bytes) = &file.bytes {
+            let object = parse(&file.path, bytes)?;
+            settings.add_layer(Level::Workspace, &file.path, object);
         }
-        settings.read(
-            Level::Workspace,
-            &root.join(".gantry").join("settings.json"),
-        )?;
         Ok(settings)
     }
 
@@ -185,8 +195,12 @@ impl Settings {
 
     /// Reads and merges one file at `level`; a missing file is absent.
     fn read(&mut self, level: Level, file: &Path) -> Result<(), SettingsError> {
-        match std::fs::read_to_string(file) {
-            Ok(text) => self.merge_text(level, file, &text),
+        match std::fs::read(file) {
+            Ok(bytes) => {
+                let object = parse(file, &bytes)?;
+                self.add_layer(level, file, object);
+                Ok(())
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(SettingsError::Io {
                 file: file.display().to_string(),
@@ -195,23 +209,8 @@ impl Settings {
         }
     }
 
-    fn merge_text(&mut self, level: Level, file: &Path, text: &str) -> Result<(), SettingsError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| SettingsError::Syntax {
-            file: file.display().to_string(),
-            line: e.line(),
-            column: e.column(),
-            message: e
-                .to_string()
-                .split(" at line")
-                .next()
-                .unwrap_or("")
-                .to_string(),
-        })?;
-        let Value::Object(object) = value else {
-            return Err(SettingsError::NotAnObject {
-                file: file.display().to_string(),
-            });
-        };
+    /// Merges the settings `object` of `file` at `level`.
+    fn add_layer(&mut self, level: Level, file: &Path, object: Map<String, Value>) {
         let layer = match level {
             Level::User => &mut self.user,
             Level::Workspace => &mut self.workspace,
@@ -225,7 +224,6 @@ impl Settings {
         }
         merge(&mut self.merged, object);
         self.files.push(file.to_path_buf());
-        Ok(())
     }
 
     /// Reads one family's section; absent means the type's default.
@@ -281,9 +279,16 @@ impl Settings {
     }
 
     /// Whether the user's `trustedFolders` lists the workspace (or a
-    /// folder above it), so its settings may loosen confinement too.
+    /// folder above it) and its settings file, if any, is as the user
+    /// approved it, so its settings may loosen confinement too.
     pub fn workspace_trusted(&self) -> bool {
-        self.trusted
+        self.trust == WorkspaceTrust::Trusted
+    }
+
+    /// How far the workspace's settings are trusted, and why not: for
+    /// `gantry status` and the warning every run gives.
+    pub fn workspace_trust(&self) -> &WorkspaceTrust {
+        &self.trust
     }
 
     /// The warning for keys of the workspace's file that were ignored
@@ -299,17 +304,10 @@ impl Settings {
             .collect();
         Some(format!(
             "ignored from {}: {}; {these}, so only ~/.gantry/settings.json or a folder its \
-             `trustedFolders` lists may set them",
+             `trustedFolders` lists, with the file approved by `gantry trust`, may set them",
             self.workspace_file_shown(),
             keys.join(", ")
         ))
-    }
-
-    /// Whether a folder `trustedFolders` lists is not trusted this time:
-    /// its settings file was changed while Gantry ran commands for a
-    /// model ([`crate::witness`]).
-    pub fn workspace_tainted(&self) -> bool {
-        self.tainted
     }
 
     /// The merged value of `key` with what only trust may set left to the
@@ -325,7 +323,7 @@ impl Settings {
         gated: impl Fn(&[&str]) -> bool,
     ) -> Result<(T, Vec<String>), SettingsError> {
         let from_workspace = self.workspace.values.get(key);
-        let Some(from_workspace) = from_workspace.filter(|_| !self.trusted) else {
+        let Some(from_workspace) = from_workspace.filter(|_| !self.workspace_trusted()) else {
             return Ok((self.section(key)?, Vec::new()));
         };
         let mut ignored = Vec::new();
@@ -387,6 +385,28 @@ impl Settings {
 
     fn describe_files(&self) -> String {
         describe(&self.files)
+    }
+}
+
+/// The settings object in `bytes`, read from `file`: an error names the
+/// file, line and column.
+pub(crate) fn parse(file: &Path, bytes: &[u8]) -> Result<Map<String, Value>, SettingsError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| SettingsError::Syntax {
+        file: file.display().to_string(),
+        line: e.line(),
+        column: e.column(),
+        message: e
+            .to_string()
+            .split(" at line")
+            .next()
+            .unwrap_or("")
+            .to_string(),
+    })?;
+    match value {
+        Value::Object(object) => Ok(object),
+        _ => Err(SettingsError::NotAnObject {
+            file: file.display().to_string(),
+        }),
     }
 }
 
@@ -579,7 +599,11 @@ mod tests {
         assert_eq!(settings.user_section::<Value>("lsp").unwrap(), None);
         assert_eq!(settings.files_at(Level::User), std::slice::from_ref(&user));
 
-        // The user's list trusts the folder and what is beneath it.
+        // The user's list trusts the folder and what is beneath it, the
+        // file as the user approved it.
+        crate::trust::Approvals::beside(&user)
+            .approve(root.path())
+            .unwrap();
         let parent = root.path().parent().unwrap();
         write(
             home.path(),
@@ -635,7 +659,11 @@ mod tests {
         assert!(roots.is_empty());
         assert_eq!(ignored, ["extraRoots"]);
 
-        let settings = Settings::load_from(&user_file(true), root.path()).unwrap();
+        let user = user_file(true);
+        crate::trust::Approvals::beside(&user)
+            .approve(root.path())
+            .unwrap();
+        let settings = Settings::load_from(&user, root.path()).unwrap();
         let (lsp, ignored): (Value, _) = settings.section_honoured("lsp", lsp_gate).unwrap();
         assert_eq!(lsp["servers"]["x"]["command"], serde_json::json!(["evil"]));
         assert!(ignored.is_empty());

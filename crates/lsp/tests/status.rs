@@ -176,6 +176,10 @@ async fn an_untrusted_workspace_cannot_choose_a_servers_program() {
     let status_with = |user: serde_json::Value| {
         let user_file = home.path().join("settings.json");
         std::fs::write(&user_file, user.to_string()).unwrap();
+        // The file as it is, approved (`gantry trust`); the folder's listing decides.
+        gantry_core::trust::Approvals::beside(&user_file)
+            .approve(dir.path())
+            .unwrap();
         let settings = gantry_core::Settings::load_from(&user_file, dir.path()).unwrap();
         let warnings = gantry_core::Family::check_settings(&gantry_lsp::LspFamily, &settings);
         let builder = gantry_core::Run::builder(gantry_core::Workspace::new(dir.path()).unwrap())

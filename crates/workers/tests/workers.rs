@@ -593,6 +593,9 @@ async fn a_workers_section_in_an_untrusted_workspace_registers_nothing() {
     // The same section in a folder the user trusts turns worker mode on.
     let root = dir.path().canonicalize().unwrap();
     std::fs::write(&user_file, json!({"trustedFolders": [root]}).to_string()).unwrap();
+    gantry_core::trust::Approvals::beside(&user_file)
+        .approve(dir.path())
+        .unwrap();
     let settings = Settings::load_from(&user_file, dir.path()).unwrap();
     let builder = Run::builder(Workspace::new(dir.path()).unwrap()).settings(settings);
     let instructions = Family::instructions(&gantry_workers::FAMILY, &builder).unwrap();

@@ -31,6 +31,13 @@ pub fn gantry(root: &Path, state: &Path) -> Command {
     command
 }
 
+/// Approves `root`'s `.gantry/settings.json` as it is now with `gantry
+/// trust`, which must succeed.
+pub fn trust(root: &Path, state: &Path) {
+    let output = gantry(root, state).arg("trust").output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
 /// [`session`] through `command` (from [`gantry`], with what a test adds).
 pub fn session_with(mut command: Command, root: &Path, requests: &[Value]) -> Vec<Value> {
     let mut child = command

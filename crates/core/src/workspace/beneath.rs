@@ -102,6 +102,22 @@ impl RootDir {
         ))
     }
 
+    /// Opens `rel` with `flags` only when no component of it is a symlink
+    /// (`ELOOP` otherwise, the last one included): for a file whose trust
+    /// depends on its being the very file at that place.
+    pub(crate) fn open_link_free(&self, rel: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        for _ in 0..RETRIES {
+            match rustix::fs::openat2(&self.handle, rel, flags, Mode::empty(), resolve) {
+                Err(Errno::AGAIN | Errno::INTR) => continue,
+                other => return Ok(other?),
+            }
+        }
+        Err(Errno::AGAIN.into())
+    }
+
     /// The path of `rel` with every symlink on it replaced by what it
     /// points to (the last component only when `follow_last`), read through
     /// the root's handle. A link that leads out of the root, absolute or by

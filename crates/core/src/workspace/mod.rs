@@ -108,6 +108,22 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
     })
 }
 
+/// Opens the regular file at `rel` beneath the directory `root` for
+/// reading, without blocking. With `link_free`, only when no component
+/// below the root is a symlink (`ELOOP` otherwise); else through links
+/// that stay beneath the root. For a file Gantry reads about a root before
+/// any workspace is open (its settings file). A directory is
+/// `IsADirectory`; a FIFO, socket or device is [`NotRegular`].
+pub fn open_beneath(root: &Path, rel: &Path, link_free: bool) -> io::Result<File> {
+    let root = RootDir::open(root)?;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+    regular(if link_free {
+        root.open_link_free(rel, flags)?
+    } else {
+        root.open_at(rel, flags, Mode::empty(), true)?
+    })
+}
+
 /// The opened `fd` as a blocking file when it is a regular file; refused
 /// by its type otherwise.
 fn regular(fd: OwnedFd) -> io::Result<File> {

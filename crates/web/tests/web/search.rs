@@ -363,6 +363,10 @@ async fn an_untrusted_workspace_cannot_aim_the_web_tools() {
     let user_file = home.path().join("settings.json");
     let run_with = |user: serde_json::Value| {
         std::fs::write(&user_file, user.to_string()).unwrap();
+        // The file as it is, approved (`gantry trust`); the folder's listing decides.
+        gantry_core::trust::Approvals::beside(&user_file)
+            .approve(dir.path())
+            .unwrap();
         let settings = gantry_core::Settings::load_from(&user_file, dir.path()).unwrap();
         let warnings = gantry_core::Family::check_settings(&gantry_web::FAMILY, &settings);
         let builder =
