@@ -32,6 +32,37 @@ pub fn create_dir(purpose: &str, root: &Path) -> io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// Moves `path`, which a confined command created at a protected path of
+/// the workspace at `root` (`.vscode/tasks.json`, `.git/hooks/...`), out
+/// into the state directory, whole: the sandbox's one removal, so that
+/// no program outside it acts on what the command left there. Where it
+/// cannot be moved (another file system), it is removed; `None` says so.
+pub fn quarantine(root: &Path, path: &Path) -> io::Result<Option<PathBuf>> {
+    static UNIQUE: AtomicU64 = AtomicU64::new(0);
+    let dir = root_dir("quarantine", root).join(format!(
+        "{}-{}-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_secs())
+            .unwrap_or_default(),
+        std::process::id(),
+        UNIQUE.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let to = dir.join(path.file_name().unwrap_or_default());
+    match std::fs::rename(path, &to) {
+        Ok(()) => Ok(Some(to)),
+        Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
+            match std::fs::symlink_metadata(path)?.is_dir() {
+                true => std::fs::remove_dir_all(path)?,
+                false => std::fs::remove_file(path)?,
+            }
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Writes `contents` to `path` (in the state directory) whole or not at
 /// all: a reader, such as a server of another run on the same root, sees
 /// the old file or the new one, never a part. Creates the parents.

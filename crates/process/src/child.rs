@@ -245,13 +245,24 @@ impl Command {
     pub fn spawn(&self) -> io::Result<Child> {
         let reaper = if self.direct { None } else { reaper::located() };
         let confinement = self.sandbox.confinement()?;
+        let (namespaces, protected_absent) = match reaper {
+            Some(_) => match self.sandbox.namespace_plan()? {
+                Some((plan, absent)) => (Some(plan), absent),
+                None => (None, Vec::new()),
+            },
+            None => (None, Vec::new()),
+        };
         // The reaper gets the environment, directory and stdio, and hands
         // them on to the command; it confines itself and the command in
         // the sandbox's rules before it starts it.
         let (mut command, setup) = match reaper {
             Some(reaper) => {
-                let (command, setup) =
-                    reaper.command(&self.program, &self.args, confinement.map(|c| &**c))?;
+                let (command, setup) = reaper.command(
+                    &self.program,
+                    &self.args,
+                    confinement.map(|c| &**c),
+                    namespaces,
+                )?;
                 (command, Some(setup))
             }
             None => {
@@ -343,6 +354,7 @@ impl Command {
             stdout: None,
             output: None,
             stderr: None,
+            protected_absent,
         };
         // From here on an error drops `child`, which kills the group.
         if let Some(stdin) = spawned.stdin.take() {
@@ -376,9 +388,22 @@ pub struct Child {
     pub stdout: Option<pipe::Receiver>,
     output: Option<Capture>,
     stderr: Option<Capture>,
+    /// Protected paths that did not exist when it started.
+    protected_absent: Vec<PathBuf>,
 }
 
 impl Child {
+    /// The protected paths that did not exist when the child started and
+    /// do now: what it created where no mount could stand, for
+    /// [`Sandbox::quarantine`] once it has ended.
+    pub fn protected_created(&self) -> Vec<PathBuf> {
+        self.protected_absent
+            .iter()
+            .filter(|path| path.symlink_metadata().is_ok())
+            .cloned()
+            .collect()
+    }
+
     /// The program's pid, which is also the id of its process group.
     pub fn pid(&self) -> u32 {
         let leader = self.leader.get_ref();

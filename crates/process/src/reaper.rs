@@ -48,6 +48,7 @@ use std::process::ExitStatus;
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
+use crate::sandbox::namespace::{self, Plan};
 use crate::sandbox::{Prepared, read_filter, restrict};
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::{FdFlags, fcntl_dupfd_cloexec, fcntl_setfd};
@@ -212,13 +213,15 @@ impl Reaper {
     }
 
     /// A command that starts this reaper running `program` with `args`,
-    /// confined in `confine` when given; the caller adds the environment,
+    /// confined in `confine` when given, in namespaces laid out by the
+    /// plan in `namespaces` when given; the caller adds the environment,
     /// directory and stdio, then spawns it with [`Setup::spawn`].
     pub(crate) fn command(
         &self,
         program: &OsStr,
         args: &[OsString],
         confine: Option<&Prepared>,
+        namespaces: Option<OwnedFd>,
     ) -> io::Result<(std::process::Command, Setup)> {
         let (ours, theirs) = UnixStream::pair()?;
         let theirs = OwnedFd::from(theirs);
@@ -240,6 +243,12 @@ impl Reaper {
                 command.arg(flag).arg(copy.as_raw_fd().to_string());
                 handed.push(copy);
             }
+        }
+        if let Some(plan) = namespaces {
+            command
+                .arg("--namespaces")
+                .arg(plan.as_raw_fd().to_string());
+            handed.push(plan);
         }
         command.arg("--").arg(program).args(args);
         Ok((command, Setup { ours, handed }))
@@ -402,7 +411,7 @@ fn parse_status(line: &str) -> Option<ExitStatus> {
 }
 
 /// The line [`parse_status`] reads.
-fn status_line(status: ExitStatus) -> String {
+pub(crate) fn status_line(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit {code}\n"),
         (_, Some(signal)) if status.core_dumped() => format!("signal {signal} core\n"),
@@ -422,7 +431,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ! {
         Err(message) => {
             eprintln!(
                 "gantry-reap: {message}\nusage: gantry-reap [--parent PID] [--control FD] \
-                 [--landlock FD --seccomp FD] -- PROGRAM [ARGS...]"
+                 [--landlock FD --seccomp FD [--namespaces FD]] -- PROGRAM [ARGS...]"
             );
             125
         }
@@ -437,6 +446,8 @@ struct Options {
     landlock: Option<OwnedFd>,
     /// The sandbox's seccomp program, in a memfd.
     seccomp: Option<OwnedFd>,
+    /// The namespaces' plan, in a memfd: see [`namespace`].
+    namespaces: Option<OwnedFd>,
     program: OsString,
     args: Vec<OsString>,
 }
@@ -451,6 +462,7 @@ impl Options {
         let mut control = None;
         let mut landlock = None;
         let mut seccomp = None;
+        let mut namespaces = None;
         loop {
             let flag = args.next().ok_or("missing `-- PROGRAM`")?;
             let flag = flag.to_string_lossy();
@@ -474,7 +486,7 @@ impl Options {
                         .map_err(|e| format!("--control {value}: {e}"))?;
                     control = Some(socket);
                 }
-                "--landlock" | "--seccomp" => {
+                "--landlock" | "--seccomp" | "--namespaces" => {
                     if value < 3 {
                         return Err(format!("{flag}: expected a descriptor above stderr"));
                     }
@@ -485,7 +497,8 @@ impl Options {
                         .map_err(|e| format!("{flag} {value}: {e}"))?;
                     match &*flag {
                         "--landlock" => landlock = Some(fd),
-                        _ => seccomp = Some(fd),
+                        "--seccomp" => seccomp = Some(fd),
+                        _ => namespaces = Some(fd),
                     }
                 }
                 other => return Err(format!("unknown option `{other}`")),
@@ -500,6 +513,7 @@ impl Options {
             control,
             landlock,
             seccomp,
+            namespaces,
             program,
             args: args.collect(),
         })
@@ -525,6 +539,7 @@ fn reap(options: Options) -> i32 {
         control,
         landlock,
         seccomp,
+        namespaces,
         program,
         args,
     } = options;
@@ -556,27 +571,43 @@ fn reap(options: Options) -> i32 {
             return 125;
         }
     }
-    // Confined before the command starts, which inherits the confinement.
-    if let Some(ruleset) = landlock {
-        let confined = seccomp
-            .as_ref()
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
-            .and_then(read_filter)
-            .and_then(|filter| restrict(ruleset.as_fd(), &filter));
-        if let Err(e) = confined {
-            say(&format!(
-                "error {}\n",
-                e.raw_os_error().unwrap_or(libc::EPERM)
-            ));
-            return 126;
-        }
-    }
-    let command = match spawn_command(&program, &args) {
-        Ok(pid) => pid,
+    let filter = match seccomp.as_ref().map(read_filter).transpose() {
+        Ok(filter) => filter,
         Err(e) => {
             say(&format!(
                 "error {}\n",
-                e.raw_os_error().unwrap_or(libc::ENOENT)
+                e.raw_os_error().unwrap_or(libc::EINVAL)
+            ));
+            return 126;
+        }
+    };
+    let confine = || match (&landlock, &filter) {
+        (Some(ruleset), Some(filter)) => restrict(ruleset.as_fd(), filter),
+        (None, None) => Ok(()),
+        _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+    };
+    let started = match namespaces.as_ref().map(Plan::read).transpose() {
+        Err(e) => Err(e),
+        // In namespaces of its own: the namespace's init confines itself
+        // and starts the command (Landlock forbids the mounts it makes
+        // first). The reaper stays outside the command's Landlock domain,
+        // where a confined command can neither signal nor trace it.
+        Ok(Some(plan)) => namespace::enter(&plan).and_then(|()| {
+            namespace::Init::start(&confine, &|| spawn_command(&program, &args))
+                .map(|(init, command)| (command, Some(init)))
+        }),
+        // Confined before the command starts, which inherits the
+        // confinement.
+        Ok(None) => confine()
+            .and_then(|()| spawn_command(&program, &args))
+            .map(|command| (command, None)),
+    };
+    let (command, init) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            say(&format!(
+                "error {}\n",
+                e.raw_os_error().unwrap_or(libc::EPERM)
             ));
             return if e.kind() == io::ErrorKind::NotFound {
                 127
@@ -600,6 +631,7 @@ fn reap(options: Options) -> i32 {
 
     let mut tree = Tree {
         command,
+        init,
         status: None,
     };
     let mut end = false;
@@ -629,10 +661,7 @@ fn reap(options: Options) -> i32 {
                 Ok(n) => {
                     for byte in &asked[..n] {
                         match byte {
-                            b't' if tree.status.is_none() => {
-                                // Unreaped, so the group id is still its.
-                                let _ = kill_process_group(command, Signal::TERM);
-                            }
+                            b't' if tree.status.is_none() => tree.terminate(),
                             b't' => {}
                             _ => end = true,
                         }
@@ -721,16 +750,44 @@ fn spawn_command(program: &OsStr, args: &[OsString]) -> io::Result<Pid> {
 /// The command and what became of it.
 struct Tree {
     command: Pid,
+    /// The init of the command's namespaces, our child in its stead.
+    init: Option<namespace::Init>,
     status: Option<ExitStatus>,
 }
 
 impl Tree {
     /// Reaps every child that has exited (the command among them, or
-    /// orphans of its tree), keeping the command's status.
+    /// orphans of its tree), keeping the command's status: its own, or as
+    /// its namespace's init reported it before it exited.
     fn reap_exited(&mut self) {
         while let Ok(Some((pid, status))) = wait(WaitOptions::NOHANG) {
-            if pid == self.command {
-                self.status = Some(ExitStatus::from_raw(status.as_raw()));
+            match &mut self.init {
+                Some(init) if pid == init.pid => {
+                    // Killed before it could say: as if by SIGKILL.
+                    self.status = Some(
+                        init.status()
+                            .and_then(|line| parse_status(&line))
+                            .unwrap_or(ExitStatus::from_raw(libc::SIGKILL)),
+                    );
+                }
+                Some(_) => {}
+                None if pid == self.command => {
+                    self.status = Some(ExitStatus::from_raw(status.as_raw()));
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Asks the command's group to stop (SIGTERM) while it runs: directly,
+    /// or through its init, which alone knows whether it has reaped the
+    /// command (and so whether the group id is still the command's).
+    fn terminate(&self) {
+        match &self.init {
+            Some(init) => init.terminate(),
+            // Unreaped, so the group id is still its.
+            None => {
+                let _ = kill_process_group(self.command, Signal::TERM);
             }
         }
     }
@@ -845,7 +902,7 @@ fn children_in(table: &[(Pid, Pid)], parent: Pid) -> Vec<Pid> {
 
 /// The children of `pid` through `/proc/PID/task/*/children` (a child
 /// belongs to the thread that forked it).
-fn children_of(pid: Pid) -> Vec<Pid> {
+pub(crate) fn children_of(pid: Pid) -> Vec<Pid> {
     let tasks = Path::new("/proc")
         .join(pid.as_raw_nonzero().to_string())
         .join("task");

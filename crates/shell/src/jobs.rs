@@ -99,7 +99,7 @@ impl Jobs {
             }
         }
         let mut output = job.running.output().lock().take().shown();
-        output.push_str(&job.running.explain_refusal(&output));
+        output.push_str(&job.running.sandbox_report(&output));
         let status = match job.finished {
             Some((status, took)) => {
                 format!("{} after {} s", describe_status(status), took.as_secs())

@@ -286,7 +286,7 @@ impl Tool for Shell {
                  Output before the timeout:\n{output}{unread}{}",
                 timeout.as_secs(),
                 process::describe_kill(killed, running.reach()),
-                running.explain_refusal(&output),
+                running.sandbox_report(&output),
             )));
         };
         let status = status?;
@@ -298,7 +298,7 @@ impl Tool for Shell {
             "$ {command}\n{output}{unread}\n[{} after {:.1} s, in {shown_dir}]{}{outside}",
             process::describe_status(status),
             started.elapsed().as_secs_f64(),
-            running.explain_refusal(&output),
+            running.sandbox_report(&output),
         )))
     }
 }

@@ -96,13 +96,21 @@ impl Running {
         }
     }
 
-    /// What the sandbox refused, read from `output`, as a paragraph to
-    /// append to the result (empty when nothing was refused).
-    pub fn explain_refusal(&self, output: &str) -> String {
-        self.sandbox
-            .explain(output)
-            .map(|explained| format!("\n{explained}"))
-            .unwrap_or_default()
+    /// What the sandbox did to the command, as paragraphs to append to
+    /// the result (empty when nothing): what it refused, read from
+    /// `output`, and what the command created at protected paths, which
+    /// is taken out of the workspace now (a background job's at each
+    /// look).
+    pub fn sandbox_report(&self, output: &str) -> String {
+        let created = self.child.protected_created();
+        [
+            self.sandbox.explain(output),
+            self.sandbox.quarantine(&created),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|paragraph| format!("\n{paragraph}"))
+        .collect()
     }
 
     /// The exit status if the leader already exited.

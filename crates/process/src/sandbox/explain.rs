@@ -16,10 +16,57 @@ use super::{DEVICES, Mode, SETTINGS_KEY, Sandbox};
 /// Words a refused write or socket leaves in an error message.
 const REFUSED: [&str; 3] = ["Permission denied", "Read-only file system", "EACCES"];
 
+/// Words a change to a protected path leaves: its mount is read-only, and
+/// it cannot be moved or removed (`mv .git ...`: a mount point is busy).
+const PROTECTED: [&str; 3] = ["Read-only file system", "Device or resource busy", "EBUSY"];
+
 /// At most this many refused paths are named.
 const MAX_NAMED: usize = 5;
 
 pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
+    protected(sandbox, output).or_else(|| refused(sandbox, output))
+}
+
+/// A change the command tried to make to a protected path: which, and
+/// how to proceed.
+fn protected(sandbox: &Sandbox, output: &str) -> Option<String> {
+    let mut named: Vec<String> = Vec::new();
+    for line in output.lines() {
+        if !PROTECTED.iter().any(|word| line.contains(word)) {
+            continue;
+        }
+        let hit = sandbox.protected_names().into_iter().find(|name| {
+            line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '‘' | '’'))
+                .map(|token| token.trim_end_matches([':', ',', ';', ')', '.', ']']))
+                .any(|token| {
+                    token.trim_start_matches("./").starts_with(name.as_str())
+                        || (token.starts_with('/') && sandbox.protects(Path::new(token)))
+                })
+        });
+        if let Some(name) = hit
+            && !named.contains(&name)
+        {
+            named.push(name);
+        }
+    }
+    if named.is_empty() {
+        return None;
+    }
+    let (is, it) = match named.len() {
+        1 => ("is", "it"),
+        _ => ("are", "them"),
+    };
+    Some(format!(
+        "[sandbox] `{}` {is} protected: commands may not change {it}, even in the workspace, \
+         because programs outside the sandbox act on {it} later (git runs its hooks and \
+         `core.fsmonitor`, editors and agents their tasks and servers). If the change is \
+         needed, ask the user to make it, or run the command again with `sandbox: false`, \
+         which needs the user's approval.",
+        named.join("`, `")
+    ))
+}
+
+fn refused(sandbox: &Sandbox, output: &str) -> Option<String> {
     let policy = sandbox.policy();
     let mut refused_paths: Vec<PathBuf> = Vec::new();
     let mut refused_socket = false;

@@ -51,6 +51,8 @@
 
 mod explain;
 mod landlock;
+pub(crate) mod namespace;
+mod paths;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -64,6 +66,8 @@ use serde::Deserialize;
 use crate::env::EnvPolicy;
 
 pub(crate) use self::landlock::{Prepared, read_filter, restrict};
+use self::paths::Layout;
+pub use self::paths::{PROTECTED, PROTECTED_IN_HOME, default_hidden};
 
 /// The settings key of the sandbox.
 pub const SETTINGS_KEY: &str = "sandbox";
@@ -118,6 +122,25 @@ pub struct SandboxSettings {
     /// The build caches kept writable, replacing [`default_caches`]
     /// (`[]`: none).
     pub caches: Option<Vec<String>>,
+    /// Paths kept read-only inside every writable root, besides
+    /// [`paths::PROTECTED`]: relative (to each root) or absolute (`~/`).
+    /// A workspace may only add.
+    pub protect: Option<Vec<String>>,
+    /// Paths a command cannot read, besides [`paths::default_hidden`]
+    /// (absolute, or `~/`). A workspace may only add.
+    pub hide: Option<Vec<String>>,
+    /// Protections without which commands are refused rather than run
+    /// less confined: `"namespaces"`. A workspace may only add.
+    pub require: Option<Vec<Requirement>>,
+}
+
+/// A protection `sandbox.require` can insist on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Requirement {
+    /// The command's own user, mount, PID and IPC namespaces: protected
+    /// and hidden paths, its own processes only.
+    Namespaces,
 }
 
 /// The sandbox the settings ask for, before it meets a kernel.
@@ -134,6 +157,12 @@ pub struct Policy {
     pub caches: Vec<PathBuf>,
     /// Whether sockets are allowed.
     pub network: bool,
+    /// `protect` beyond the defaults, as written (relative or resolved).
+    pub protect: Vec<PathBuf>,
+    /// `hide` beyond the defaults, resolved.
+    pub hide: Vec<PathBuf>,
+    /// Whether commands are refused where namespaces are not available.
+    pub require_namespaces: bool,
 }
 
 impl Default for Policy {
@@ -144,6 +173,9 @@ impl Default for Policy {
             writable_roots: Vec::new(),
             caches: default_caches(),
             network: true,
+            protect: Vec::new(),
+            hide: Vec::new(),
+            require_namespaces: false,
         }
     }
 }
@@ -176,11 +208,28 @@ impl Policy {
             writable_roots: resolve_all(user.writable_roots.unwrap_or_default()),
             caches: user.caches.map(resolve_all).unwrap_or_else(default_caches),
             network: user.network.unwrap_or(true),
+            protect: resolve_all(user.protect.unwrap_or_default()),
+            hide: resolve_all(user.hide.unwrap_or_default()),
+            require_namespaces: user
+                .require
+                .is_some_and(|required| required.contains(&Requirement::Namespaces)),
         };
         let mut ignored = Vec::new();
         let Some(workspace) = workspace else {
             return Layered { policy, ignored };
         };
+        // What only tightens is honoured from any workspace, trusted or
+        // not; nothing a workspace says removes a protection.
+        policy
+            .protect
+            .extend(resolve_all(workspace.protect.clone().unwrap_or_default()));
+        policy
+            .hide
+            .extend(resolve_all(workspace.hide.clone().unwrap_or_default()));
+        policy.require_namespaces |= workspace
+            .require
+            .as_ref()
+            .is_some_and(|required| required.contains(&Requirement::Namespaces));
         if workspace_trusted {
             if let Some(mode) = workspace.mode {
                 policy.mode = mode;
@@ -357,12 +406,67 @@ struct Inner {
     /// What commands inherit of Gantry's environment
     /// (`shellEnvironmentPolicy`; Gantry's own secrets never).
     env: EnvPolicy,
+    /// The workspace roots.
+    roots: Vec<PathBuf>,
     /// Where confined commands may write, existing or not.
     writable: Vec<PathBuf>,
     /// What the workspace's settings asked for and did not get.
     ignored: Vec<String>,
     abi: u32,
+    namespaces: Namespaces,
     state: State,
+}
+
+/// The layer under Landlock, for a confining sandbox.
+#[derive(Debug, Clone)]
+enum Namespaces {
+    /// Every command gets its own namespaces, laid out so.
+    Given(Layout),
+    /// Not available here, for this reason: commands run under Landlock
+    /// alone (or are refused, where `sandbox.require` says so).
+    Missing(String),
+    /// The sandbox does not confine.
+    Off,
+}
+
+/// What commands lose where namespaces are missing, for the messages
+/// that say so.
+const WITHOUT_NAMESPACES: &str = "protected paths (`.git/config`, `.git/hooks`, `.gantry`, the \
+     editors' and agents' configuration stay writable), hidden paths (keys and Gantry's own \
+     state stay readable) and process isolation (commands see the user's other processes)";
+
+impl Namespaces {
+    /// What a sandbox of `policy` over these roots and writable places
+    /// gets on this machine.
+    fn for_policy(policy: &Policy, roots: &[PathBuf], writable: &[PathBuf]) -> Namespaces {
+        if policy.mode == Mode::Off {
+            return Namespaces::Off;
+        }
+        if crate::reaper::located().is_none() {
+            return Namespaces::Missing(
+                "no reaper runs the commands (it is what sets the namespaces up)".into(),
+            );
+        }
+        match namespace::available() {
+            Ok(()) => {
+                let protected_roots: Vec<PathBuf> = roots
+                    .iter()
+                    .chain(&policy.writable_roots)
+                    .cloned()
+                    .collect();
+                Namespaces::Given(Layout::new(
+                    &protected_roots,
+                    writable,
+                    &policy.protect,
+                    &policy.hide,
+                ))
+            }
+            Err(why) => Namespaces::Missing(format!(
+                "this machine gives a process no user namespace ({why}: unprivileged user \
+                 namespaces disabled, by AppArmor or a container's seccomp profile)"
+            )),
+        }
+    }
 }
 
 impl Sandbox {
@@ -404,16 +508,25 @@ impl Sandbox {
                 .collect(),
             Mode::ReadOnly | Mode::Off => Vec::new(),
         };
-        let state = decide(&policy, &writable, abi);
+        Self::assemble(Inner {
+            policy,
+            env,
+            roots: workspace_roots.to_vec(),
+            writable,
+            ignored,
+            abi,
+            namespaces: Namespaces::Off,
+            state: State::Unconfined(String::new()),
+        })
+    }
+
+    /// The sandbox of `inner`'s policy, roots and writable places, its
+    /// namespaces and state decided here (those given are replaced).
+    fn assemble(mut inner: Inner) -> Sandbox {
+        inner.namespaces = Namespaces::for_policy(&inner.policy, &inner.roots, &inner.writable);
+        inner.state = decide(&inner.policy, &inner.writable, inner.abi, &inner.namespaces);
         Sandbox {
-            inner: Arc::new(Inner {
-                policy,
-                env,
-                writable,
-                ignored,
-                abi,
-                state,
-            }),
+            inner: Arc::new(inner),
         }
     }
 
@@ -427,6 +540,9 @@ impl Sandbox {
                 let sandbox = Sandbox::for_run(run);
                 if let State::Unconfined(why) = &sandbox.inner.state {
                     run.notify(format!("the sandbox is off: {why}"));
+                }
+                if let Some(why) = sandbox.without_namespaces() {
+                    run.notify(format!("the sandbox is weaker here: {why}"));
                 }
                 Ok(Arc::new(RunSandbox(sandbox)))
             })
@@ -466,9 +582,11 @@ impl Sandbox {
                 inner: Arc::new(Inner {
                     policy: Policy::default(),
                     env: EnvPolicy::default(),
+                    roots: workspace_roots,
                     writable: Vec::new(),
                     ignored: Vec::new(),
                     abi: kernel_abi(),
+                    namespaces: Namespaces::Off,
                     state: State::Refused(format!(
                         "the sandbox settings cannot be read, so commands are refused: {error}; \
                          fix the section"
@@ -486,6 +604,7 @@ impl Sandbox {
         let Inner {
             policy,
             env,
+            roots,
             ignored,
             abi,
             ..
@@ -498,9 +617,11 @@ impl Sandbox {
                     ..policy.clone()
                 },
                 env: env.clone(),
+                roots: roots.clone(),
                 writable: Vec::new(),
                 ignored: ignored.clone(),
                 abi: *abi,
+                namespaces: Namespaces::Off,
                 state: State::Unconfined("a person approved running it outside the sandbox".into()),
             }),
         }
@@ -522,6 +643,7 @@ impl Sandbox {
         let Inner {
             policy,
             env,
+            roots,
             writable,
             ignored,
             abi,
@@ -529,17 +651,16 @@ impl Sandbox {
         } = &*self.inner;
         let mut writable = writable.clone();
         writable.push(place.to_path_buf());
-        let state = decide(policy, &writable, *abi);
-        Sandbox {
-            inner: Arc::new(Inner {
-                policy: policy.clone(),
-                env: env.clone(),
-                writable,
-                ignored: ignored.clone(),
-                abi: *abi,
-                state,
-            }),
-        }
+        Self::assemble(Inner {
+            policy: policy.clone(),
+            env: env.clone(),
+            roots: roots.clone(),
+            writable,
+            ignored: ignored.clone(),
+            abi: *abi,
+            namespaces: Namespaces::Off,
+            state: State::Unconfined(String::new()),
+        })
     }
 
     /// The policy in force.
@@ -615,6 +736,34 @@ impl Sandbox {
             State::Unconfined(why) => format!("sandbox: off: {why}"),
             State::Refused(why) => format!("sandbox: {why}"),
         }];
+        match (state, &self.inner.namespaces) {
+            (State::Confined(_), Namespaces::Given(layout)) => {
+                lines.push(format!(
+                    "sandbox: each command runs in its own user, mount, PID and IPC namespaces: \
+                     it sees its own processes only; read-only inside every workspace root and \
+                     `writableRoots`: {}{} (`{SETTINGS_KEY}.protect` adds); hidden (read as \
+                     empty): {} (`{SETTINGS_KEY}.hide` adds)",
+                    PROTECTED.join(", "),
+                    if policy.protect.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {}", shown(&policy.protect))
+                    },
+                    shown(layout.hidden()),
+                ));
+                if !layout.not_hidden.is_empty() {
+                    lines.push(format!(
+                        "sandbox: not hidden, since a workspace root lies beneath: {}",
+                        shown(&layout.not_hidden)
+                    ));
+                }
+            }
+            _ => {
+                if let Some(why) = self.without_namespaces() {
+                    lines.push(format!("sandbox: {why}"));
+                }
+            }
+        }
         if matches!(state, State::Confined(_)) {
             let writable = match policy.mode {
                 Mode::WorkspaceWrite => format!("{}, ", shown(&self.inner.writable)),
@@ -652,6 +801,96 @@ impl Sandbox {
             ));
         }
         lines
+    }
+
+    /// The plan of a confined command's namespaces, made now (what of the
+    /// protected and hidden paths exists), in a memfd for its reaper;
+    /// `None` where the sandbox does not confine or namespaces are
+    /// missing.
+    pub(crate) fn namespace_plan(
+        &self,
+    ) -> std::io::Result<Option<(std::os::fd::OwnedFd, Vec<PathBuf>)>> {
+        match (&self.inner.state, &self.inner.namespaces) {
+            (State::Confined(_), Namespaces::Given(layout)) => {
+                let (plan, absent) = layout.plan();
+                Ok(Some((plan.to_memfd()?, absent)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Moves out of the workspace what a command created at protected
+    /// paths that did not exist when it started (`created`: see
+    /// [`Child::protected_created`](crate::Child::protected_created)), into
+    /// Gantry's state directory, and says so for the command's result;
+    /// `None` when it created none.
+    pub fn quarantine(&self, created: &[PathBuf]) -> Option<String> {
+        if created.is_empty() {
+            return None;
+        }
+        let root = self
+            .inner
+            .roots
+            .first()
+            .map(PathBuf::as_path)
+            .unwrap_or(Path::new("/"));
+        let moved: Vec<String> = created
+            .iter()
+            .map(|path| match gantry_core::state::quarantine(root, path) {
+                Ok(Some(to)) => format!("`{}` (moved to {})", path.display(), to.display()),
+                Ok(None) => format!("`{}` (removed: it could not be moved)", path.display()),
+                Err(e) => format!("`{}` (could not be moved out: {e})", path.display()),
+            })
+            .collect();
+        Some(format!(
+            "[sandbox] The command created {}, which is protected: programs outside the sandbox \
+             act on such paths later (git, editors, agents), so Gantry took it out of the \
+             workspace. Review it; if it is wanted, ask the user to put it back.",
+            moved.join(", ")
+        ))
+    }
+
+    /// Whether `path` is protected: a command may not change it even
+    /// where it may write (for the explanation of a refusal).
+    pub fn protects(&self, path: &Path) -> bool {
+        match &self.inner.namespaces {
+            Namespaces::Given(layout) => layout.protects(path),
+            _ => false,
+        }
+    }
+
+    /// The protected paths as named inside a root (`.git/config`), for
+    /// messages.
+    pub(crate) fn protected_names(&self) -> Vec<String> {
+        match &self.inner.namespaces {
+            Namespaces::Given(_) => PROTECTED
+                .iter()
+                .map(|name| name.to_string())
+                .chain(
+                    self.inner
+                        .policy
+                        .protect
+                        .iter()
+                        .filter(|path| path.is_relative())
+                        .map(|path| path.display().to_string()),
+                )
+                // Pinned (it holds protected paths), named last so that
+                // what is inside it is named first.
+                .chain(paths::PINNED.iter().map(|name| name.to_string()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Why commands run without namespaces, when they do.
+    pub fn without_namespaces(&self) -> Option<String> {
+        match (&self.inner.state, &self.inner.namespaces) {
+            (State::Confined(_), Namespaces::Missing(why)) => Some(format!(
+                "commands run under Landlock alone: {why}; they lose {WITHOUT_NAMESPACES}. Set \
+                 `{SETTINGS_KEY}.require: [\"namespaces\"]` to refuse them instead"
+            )),
+            _ => None,
+        }
     }
 
     /// The rules a spawn applies (`None`: unconfined), or the refusal
@@ -706,7 +945,7 @@ const HOW_TO_TURN_OFF: &str = "to run commands unconfined instead, set \"sandbox
      \"off\"} in ~/.gantry/settings.json";
 
 /// What the sandbox does on a kernel offering `abi`.
-fn decide(policy: &Policy, writable: &[PathBuf], abi: u32) -> State {
+fn decide(policy: &Policy, writable: &[PathBuf], abi: u32, namespaces: &Namespaces) -> State {
     if policy.mode == Mode::Off {
         return State::Unconfined(
             "`sandbox.mode` is `off`, so commands run with Gantry's full rights".into(),
@@ -737,6 +976,15 @@ fn decide(policy: &Policy, writable: &[PathBuf], abi: u32) -> State {
             } else {
                 abi.to_string()
             }
+        ));
+    }
+    if let (Namespaces::Missing(why), true) = (namespaces, policy.require_namespaces) {
+        return State::Refused(format!(
+            "the sandbox cannot confine commands as `{SETTINGS_KEY}.require` asks, so they are \
+             refused: {why}; without namespaces commands would lose {WITHOUT_NAMESPACES}. Allow \
+             unprivileged user namespaces (on Ubuntu: `sysctl \
+             kernel.apparmor_restrict_unprivileged_userns=0`), or remove \"namespaces\" from \
+             `{SETTINGS_KEY}.require` to run under Landlock alone"
         ));
     }
     match Prepared::build(writable, policy.network, abi) {

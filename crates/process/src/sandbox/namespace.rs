@@ -1,0 +1,593 @@
+//! The layer under Landlock: a command's own user, mount, PID and IPC
+//! namespaces, set up by its reaper before the command starts.
+//!
+//! Landlock only grants: it cannot keep one file read-only inside a
+//! writable folder, nor hide a folder inside a readable one. A mount
+//! namespace can: paths a command must not change (`.git/config`,
+//! `.git/hooks`, `.gantry/`, the editors' and agents' configuration)
+//! become read-only bind mounts of themselves, and `.git` a mount point of
+//! itself, so it cannot be moved aside and replaced; paths it must not
+//! read (keys, credentials, Gantry's own home and state) are covered by an
+//! empty folder or `/dev/null`. A PID namespace, with its own `/proc`,
+//! shows the command its own processes only.
+//!
+//! Why the reaper and not bubblewrap: the reaper already runs between
+//! Gantry and every command, single-threaded, and already confines itself
+//! before it starts the command; doing the namespaces there costs a fork
+//! of a small process instead of one more exec, needs no setuid helper or
+//! package, and keeps one spawn path for every child. Hand-written over a
+//! crate because the few calls (`unshare`, `mount`, the id maps) must run
+//! in a precise order between the reaper's fork and the command's spawn,
+//! which no crate here offers.
+//!
+//! Gantry builds a [`Plan`] per spawn (which protected paths exist now),
+//! hands it to the reaper in a memfd, and the reaper:
+//! 1. [`enter`]s new user, mount, IPC and PID namespaces, maps its own ids
+//!    and lays out the mounts;
+//! 2. forks the namespace's init (PID 1), which mounts a `/proc` of its
+//!    own in a mount namespace of its own ([`Init::start`]), confines
+//!    itself (capabilities, Landlock, seccomp) and starts the command;
+//! 3. learns the command's pid outside the namespace, reports it to
+//!    Gantry, and sweeps as before. When init exits, every process of the
+//!    namespace dies with it.
+
+use std::ffi::{CString, OsStr};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+/// What the reaper mounts in the command's namespace: paths are absolute
+/// and existed when the plan was made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Made read-only, themselves and all beneath.
+    pub protect: Vec<PathBuf>,
+    /// Made mount points of themselves, writable as before, so that they
+    /// cannot be renamed or removed (`.git`, whose config and hooks are
+    /// protected, moved aside and made again by `git init`).
+    pub pin: Vec<PathBuf>,
+    /// Covered: a folder by an empty one, a file by `/dev/null`.
+    pub hide: Vec<PathBuf>,
+    /// Places beneath a hidden folder that stay as they are (a kernel's
+    /// environment in Gantry's state directory).
+    pub reveal: Vec<PathBuf>,
+}
+
+/// The list of a plan one record tag stands for.
+type List = fn(&mut Plan) -> &mut Vec<PathBuf>;
+
+/// Record tags in the plan's memfd: one byte, the path, a NUL.
+const TAGS: [(u8, List); 4] = [
+    (b'p', |plan| &mut plan.protect),
+    (b'n', |plan| &mut plan.pin),
+    (b'h', |plan| &mut plan.hide),
+    (b'r', |plan| &mut plan.reveal),
+];
+
+impl Plan {
+    /// The plan in a memfd, for a reaper to read with [`Plan::read`].
+    pub(crate) fn to_memfd(&self) -> io::Result<OwnedFd> {
+        let mut bytes = Vec::new();
+        let mut copy = self.clone();
+        for (tag, list) in TAGS {
+            for path in list(&mut copy).iter() {
+                bytes.push(tag);
+                bytes.extend_from_slice(path.as_os_str().as_bytes());
+                bytes.push(0);
+            }
+        }
+        let memfd = rustix::fs::memfd_create("gantry-namespaces", rustix::fs::MemfdFlags::CLOEXEC)?;
+        std::fs::File::from(memfd.try_clone()?).write_all_at(&bytes, 0)?;
+        Ok(memfd)
+    }
+
+    /// The plan a memfd holds.
+    pub(crate) fn read(memfd: &OwnedFd) -> io::Result<Plan> {
+        let file = std::fs::File::from(memfd.try_clone()?);
+        let mut bytes = vec![0u8; file.metadata()?.len() as usize];
+        file.read_exact_at(&mut bytes, 0)?;
+        let mut plan = Plan::default();
+        for record in bytes.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+            let (tag, path) = record.split_first().expect("not empty");
+            let list = TAGS
+                .iter()
+                .find(|(known, _)| known == tag)
+                .map(|(_, list)| list)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+            let path = PathBuf::from(OsStr::from_bytes(path));
+            if !path.is_absolute() {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            list(&mut plan).push(path);
+        }
+        Ok(plan)
+    }
+}
+
+fn check(result: libc::c_int) -> io::Result<()> {
+    match result {
+        -1 => Err(io::Error::last_os_error()),
+        _ => Ok(()),
+    }
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// `mount(2)`, paths and options as Rust values.
+fn mount(
+    source: Option<&Path>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> io::Result<()> {
+    let source = source.map(c_path).transpose()?;
+    let target = c_path(target)?;
+    let fstype = fstype.map(|t| CString::new(t).expect("no NUL"));
+    let data = data.map(|d| CString::new(d).expect("no NUL"));
+    let ptr = |c: &Option<CString>| c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    // SAFETY: every pointer is a NUL-terminated string alive for the call,
+    // or null where mount(2) accepts null.
+    check(unsafe {
+        libc::mount(
+            ptr(&source),
+            target.as_ptr(),
+            ptr(&fstype),
+            flags,
+            ptr(&data).cast(),
+        )
+    })
+    .map_err(|e| io::Error::new(e.kind(), format!("mount {}: {e}", target.to_string_lossy())))
+}
+
+/// The flags of the mount `path` is on that a user namespace may not
+/// clear (`nosuid`, `nodev`, `noexec`, the atime ones): a remount must
+/// keep them.
+fn locked_flags(path: &Path) -> io::Result<libc::c_ulong> {
+    let target = c_path(path)?;
+    // SAFETY: statvfs fills the zeroed struct it is given.
+    let mut stat = unsafe { std::mem::zeroed::<libc::statvfs>() };
+    check(unsafe { libc::statvfs(target.as_ptr(), &mut stat) })?;
+    let pairs = [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ];
+    Ok(pairs
+        .iter()
+        .filter(|(st, _)| stat.f_flag & st != 0)
+        .fold(0, |flags, (_, ms)| flags | ms))
+}
+
+/// Binds `path` onto itself, read-only when `read_only`.
+fn bind_self(path: &Path, read_only: bool) -> io::Result<()> {
+    mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)?;
+    if read_only {
+        let keep = locked_flags(path)?;
+        mount(
+            None,
+            path,
+            None,
+            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep,
+            None,
+        )?;
+    }
+    Ok(())
+}
+
+fn write_proc(file: &str, text: &str) -> io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(file)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| io::Error::new(e.kind(), format!("{file}: {e}")))
+}
+
+/// Enters new user, mount, IPC and PID namespaces (the PID one for the
+/// children to come) and lays out `plan`'s mounts. Run by the reaper,
+/// single-threaded, before it forks the namespace's init. The ids map to
+/// themselves (root to root: a user namespace cannot map more of its
+/// parent's ids without a helper outside it, so other users' files show
+/// as `nobody`).
+pub(crate) fn enter(plan: &Plan) -> io::Result<()> {
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    // SAFETY: unshare with namespace flags only changes this process.
+    check(unsafe {
+        libc::unshare(
+            libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID,
+        )
+    })
+    .map_err(|e| io::Error::new(e.kind(), format!("unshare: {e}")))?;
+    write_proc("/proc/self/setgroups", "deny")?;
+    write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+    write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
+    // What stays visible beneath a hidden folder is held open first: once
+    // the folder is covered its path leads into the empty one.
+    let revealed: Vec<(PathBuf, OwnedFd)> = plan
+        .reveal
+        .iter()
+        .filter_map(|path| {
+            let fd = rustix::fs::open(
+                path,
+                rustix::fs::OFlags::PATH
+                    | rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .ok()?;
+            Some((path.clone(), fd))
+        })
+        .collect();
+    // A path removed since the plan was made has nothing left to guard.
+    let gone = |result: io::Result<()>| match result {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    };
+    for path in &plan.pin {
+        gone(bind_self(path, false))?;
+    }
+    for path in &plan.protect {
+        gone(bind_self(path, true))?;
+    }
+    for path in &plan.hide {
+        if path.is_dir() {
+            mount(
+                None,
+                path,
+                Some("tmpfs"),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                Some("mode=0755,size=64k"),
+            )
+            // Hiding is not optional: a path that cannot be covered
+            // refuses the command.
+            .map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot hide {}: {e}", path.display()))
+            })?;
+        } else {
+            mount(
+                Some(Path::new("/dev/null")),
+                path,
+                None,
+                libc::MS_BIND,
+                None,
+            )?;
+        }
+    }
+    for (path, fd) in &revealed {
+        std::fs::create_dir_all(path)?;
+        let source = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        mount(
+            Some(&source),
+            path,
+            None,
+            libc::MS_BIND | libc::MS_REC,
+            None,
+        )?;
+    }
+    Ok(())
+}
+
+/// The namespace's init, seen from the reaper: its pid and the socket it
+/// reports on.
+pub(crate) struct Init {
+    /// Init's pid outside the namespace (the reaper's child).
+    pub pid: rustix::process::Pid,
+    socket: UnixStream,
+    pending: Vec<u8>,
+}
+
+/// What init does between its fork and the command's spawn: confine
+/// itself (given the ruleset and filter by the reaper).
+pub(crate) type Confine<'a> = &'a dyn Fn() -> io::Result<()>;
+
+impl Init {
+    /// Forks the namespace's init (PID 1): it mounts a `/proc` of its own
+    /// in a mount namespace of its own (the reaper keeps the host's, to
+    /// find and end the command's processes), runs `confine`, starts
+    /// `program` with `spawn`, says so, and waits for it; when the command
+    /// exits it reports the status and exits, which ends every process of
+    /// the namespace. Returns in the reaper once init has started the
+    /// command (or with why it could not).
+    pub(crate) fn start(
+        confine: Confine<'_>,
+        spawn: &dyn Fn() -> io::Result<rustix::process::Pid>,
+    ) -> io::Result<(Init, rustix::process::Pid)> {
+        let (ours, theirs) = UnixStream::pair()?;
+        // SAFETY: the reaper is single-threaded, so the child may run
+        // ordinary code after the fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            drop(ours);
+            let code = init_main(theirs, confine, spawn);
+            // SAFETY: leaving the forked child without running the
+            // reaper's destructors or atexit handlers.
+            unsafe { libc::_exit(code) }
+        }
+        drop(theirs);
+        let pid = rustix::process::Pid::from_raw(pid).expect("a fork's pid is positive");
+        let mut init = Init {
+            pid,
+            socket: ours,
+            pending: Vec::new(),
+        };
+        let line = init.line()?;
+        if let Some(errno) = line.strip_prefix("error ").and_then(|n| n.parse().ok()) {
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        if line != "started" {
+            return Err(io::Error::other(format!(
+                "the namespace's init said `{line}`"
+            )));
+        }
+        // The command is init's one child, unreaped until we answer.
+        let command = crate::reaper::children_of(pid)
+            .into_iter()
+            .next()
+            .ok_or_else(|| io::Error::other("the namespace's init has no command"))?;
+        init.socket.write_all(b"go\n")?;
+        Ok((init, command))
+    }
+
+    /// Asks init to send SIGTERM to the command's group, if it has not
+    /// reaped the command yet.
+    pub(crate) fn terminate(&self) {
+        let _ = rustix::net::send(&self.socket, b"t", rustix::net::SendFlags::NOSIGNAL);
+    }
+
+    /// The command's status line, once init sent it (`exit N`,
+    /// `signal N`); `None` before.
+    pub(crate) fn status(&mut self) -> Option<String> {
+        self.socket.set_nonblocking(true).ok()?;
+        let mut chunk = [0u8; 64];
+        loop {
+            match (&self.socket).read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let text = String::from_utf8_lossy(&self.pending);
+        text.lines()
+            .map(str::to_string)
+            .find(|line| line.starts_with("exit ") || line.starts_with("signal "))
+    }
+
+    /// One line from init, waiting at most as long as a command's start may
+    /// take.
+    fn line(&mut self) -> io::Result<String> {
+        self.socket
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+        let mut chunk = [0u8; 64];
+        loop {
+            if let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+                let rest = self.pending.split_off(end + 1);
+                let line = String::from_utf8_lossy(&self.pending).trim().to_string();
+                self.pending = rest;
+                return Ok(line);
+            }
+            match (&self.socket).read(&mut chunk) {
+                Ok(0) => {
+                    return Err(io::Error::other(
+                        "the namespace's init exited before it started the command",
+                    ));
+                }
+                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Init's life: its own `/proc`, confinement, the command, its status.
+fn init_main(
+    socket: UnixStream,
+    confine: Confine<'_>,
+    spawn: &dyn Fn() -> io::Result<rustix::process::Pid>,
+) -> i32 {
+    let say = |line: &str| {
+        let _ = (&socket).write_all(line.as_bytes());
+    };
+    let started = own_proc().and_then(|()| confine()).and_then(|()| spawn());
+    let command = match started {
+        Ok(pid) => pid,
+        Err(e) => {
+            say(&format!(
+                "error {}\n",
+                e.raw_os_error().unwrap_or(libc::EPERM)
+            ));
+            return 126;
+        }
+    };
+    say("started\n");
+    // Reap nothing until the reaper has found the command's pid.
+    let mut answer = [0u8; 3];
+    let _ = (&socket).read(&mut answer);
+    let children = match child_exits() {
+        Ok(fd) => fd,
+        Err(_) => return 125,
+    };
+    loop {
+        let mut fds = [
+            rustix::event::PollFd::new(&children, rustix::event::PollFlags::IN),
+            rustix::event::PollFd::new(&socket, rustix::event::PollFlags::IN),
+        ];
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return 125,
+        }
+        let asked = !fds[1].revents().is_empty();
+        let mut info = [0u8; std::mem::size_of::<libc::signalfd_siginfo>()];
+        while rustix::io::read(&children, &mut info).is_ok() {}
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid writes the status it is given.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid <= 0 {
+                break;
+            }
+            if pid == command.as_raw_nonzero().get() {
+                let status = std::os::unix::process::ExitStatusExt::from_raw(status);
+                say(&crate::reaper::status_line(status));
+                return 0;
+            }
+        }
+        if asked {
+            let mut request = [0u8; 16];
+            match (&socket).read(&mut request) {
+                // The reaper is gone: so is everything here, with us.
+                Ok(0) => return 125,
+                Ok(n) if request[..n].contains(&b't') => {
+                    // Unreaped, so the group id is still the command's.
+                    // SAFETY: kill takes plain integers.
+                    unsafe { libc::kill(-command.as_raw_nonzero().get(), libc::SIGTERM) };
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A signalfd for SIGCHLD, which init inherited blocked from the reaper.
+fn child_exits() -> io::Result<OwnedFd> {
+    // SAFETY: the set is initialised by sigemptyset before use; signalfd
+    // returns a new descriptor that we own.
+    unsafe {
+        let mut set = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let fd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(std::os::fd::FromRawFd::from_raw_fd(fd))
+    }
+}
+
+/// A mount namespace of init's own with a `/proc` of its PID namespace.
+fn own_proc() -> io::Result<()> {
+    // SAFETY: unshare with a namespace flag only changes this process.
+    check(unsafe { libc::unshare(libc::CLONE_NEWNS) })?;
+    mount(
+        Some(Path::new("proc")),
+        Path::new("/proc"),
+        Some("proc"),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )
+}
+
+/// Whether this machine gives a process new user, mount, PID and IPC
+/// namespaces, asked once per process by a child that tries (`unshare` is
+/// refused to a multi-threaded process such as Gantry).
+pub(crate) fn available() -> Result<(), String> {
+    static ANSWER: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    ANSWER
+        .get_or_init(|| {
+            let (ours, theirs) = UnixStream::pair().map_err(|e| e.to_string())?;
+            // SAFETY: the child makes system calls only (no allocation, no
+            // lock) and leaves with _exit.
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                return Err(io::Error::last_os_error().to_string());
+            }
+            if pid == 0 {
+                // SAFETY: system calls on plain values and static strings,
+                // then _exit.
+                unsafe {
+                    libc::_exit(probe_child(theirs.as_raw_fd()));
+                }
+            }
+            drop(theirs);
+            let mut byte = [0u8; 1];
+            let read = (&ours).read(&mut byte);
+            // SAFETY: reaping the child we forked.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+            match read {
+                Ok(1) if byte[0] == 0 => Ok(()),
+                Ok(1) => Err(io::Error::from_raw_os_error(byte[0] as i32).to_string()),
+                _ => Err("the namespace probe died".into()),
+            }
+        })
+        .clone()
+}
+
+/// The probe's child: what [`enter`] and init do, in system calls only
+/// (it is a fork of a multi-threaded Gantry): the namespaces, a private
+/// root, and in a grandchild, PID 1 of the new namespace, a `/proc` of its
+/// own (refused in containers whose `/proc` is partly masked). Writes the
+/// errno of the first failure (0: none) on `fd`.
+///
+/// # Safety
+/// Only in a freshly forked child.
+unsafe fn probe_child(fd: libc::c_int) -> libc::c_int {
+    // SAFETY: as the caller promises; every pointer is a static string.
+    unsafe {
+        let report = |errno: libc::c_int| {
+            let byte = errno as u8;
+            libc::write(fd, (&byte as *const u8).cast(), 1);
+            0
+        };
+        let errno = || *libc::__errno_location();
+        let flags =
+            libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID;
+        if libc::unshare(flags) != 0 {
+            return report(errno());
+        }
+        let none = std::ptr::null();
+        if libc::mount(
+            none,
+            c"/".as_ptr(),
+            none,
+            libc::MS_REC | libc::MS_PRIVATE,
+            none.cast(),
+        ) != 0
+        {
+            return report(errno());
+        }
+        let init = libc::fork();
+        if init < 0 {
+            return report(errno());
+        }
+        if init == 0 {
+            let failed = libc::unshare(libc::CLONE_NEWNS) != 0
+                || libc::mount(
+                    c"proc".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"proc".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    none.cast(),
+                ) != 0;
+            libc::_exit(if failed { errno() } else { 0 });
+        }
+        let mut status = 0;
+        libc::waitpid(init, &mut status, 0);
+        report(if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            libc::EIO
+        })
+    }
+}

@@ -1,0 +1,229 @@
+//! Which paths the namespaces protect and hide, and the plan of one spawn.
+//!
+//! Protected: what programs outside the sandbox run later, inside a place
+//! a command may write: git's config and hooks (`core.fsmonitor`, a
+//! `pre-commit` hook run by the user's next `git commit`), Gantry's own
+//! settings, the editors' and agents' configuration that starts processes
+//! (VS Code tasks, MCP servers of Claude Code, Gemini CLI, Qwen Code,
+//! Cursor), direnv's `.envrc`, and in a writable home the shell profiles
+//! and git's user configuration. Hidden: what a command has no business
+//! reading: keys and credentials, Gantry's own home (approvals, the
+//! user's settings) and state (journals holding other workspaces' files),
+//! the other users' homes.
+
+use std::path::{Path, PathBuf};
+
+use super::namespace::Plan;
+
+/// Kept read-only in every writable root that is a workspace root or
+/// one the user named (`writableRoots`), where they exist.
+pub const PROTECTED: &[&str] = &[
+    ".git/config",
+    ".git/hooks",
+    ".gantry",
+    ".vscode",
+    ".idea",
+    ".claude",
+    ".gemini",
+    ".qwen",
+    ".cursor",
+    ".mcp.json",
+    ".envrc",
+];
+
+/// Kept read-only in a writable home.
+pub const PROTECTED_IN_HOME: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".config/fish",
+    ".gitconfig",
+    ".config/git",
+    ".ssh",
+];
+
+/// Folders made mount points of themselves where they exist, so that a
+/// protected path inside cannot be moved aside with them (`mv .git
+/// .git-old && git init`).
+pub(super) const PINNED: &[&str] = &[".git"];
+
+/// Hidden in the home directory by default.
+const HIDDEN_IN_HOME: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+];
+
+/// The default hidden paths: the credentials above, Gantry's own home and
+/// state directories, and the other users' homes (`/home/*` and `/root`
+/// but the user's own).
+pub fn default_hidden() -> Vec<PathBuf> {
+    let home = dirs::home_dir();
+    let mut hidden: Vec<PathBuf> = home
+        .iter()
+        .flat_map(|home| HIDDEN_IN_HOME.iter().map(|name| home.join(name)))
+        .collect();
+    hidden.push(gantry_core::settings::gantry_home());
+    hidden.push(gantry_core::settings::state_dir());
+    let others = std::fs::read_dir("/home")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .chain(std::iter::once(PathBuf::from("/root")));
+    hidden.extend(others.filter(|other| home.as_deref() != Some(other.as_path())));
+    hidden
+}
+
+/// What the namespaces do for one sandbox: the roots whose protected
+/// paths are kept read-only, and the hidden paths; a [`Plan`] is made of
+/// it at each spawn, from what exists then.
+#[derive(Debug, Clone)]
+pub(super) struct Layout {
+    /// Roots (workspace roots, `writableRoots`) and the relative paths
+    /// protected in each.
+    protected: Vec<(PathBuf, Vec<PathBuf>)>,
+    /// Absolute paths protected wherever they are.
+    protected_absolute: Vec<PathBuf>,
+    hidden: Vec<PathBuf>,
+    /// Where commands may write: a writable place beneath a hidden path
+    /// stays visible.
+    writable: Vec<PathBuf>,
+    /// Hidden paths not hidden because a root lies beneath them.
+    pub(super) not_hidden: Vec<PathBuf>,
+}
+
+impl Layout {
+    /// The layout for `roots` (workspace and `writableRoots`, where
+    /// protected paths are kept), `writable` places, extra `protect`
+    /// entries and `hide` beyond the defaults.
+    pub(super) fn new(
+        roots: &[PathBuf],
+        writable: &[PathBuf],
+        protect: &[PathBuf],
+        hide: &[PathBuf],
+    ) -> Layout {
+        let home = dirs::home_dir();
+        let (absolute, relative): (Vec<PathBuf>, Vec<PathBuf>) =
+            protect.iter().cloned().partition(|path| path.is_absolute());
+        let protected = roots
+            .iter()
+            .map(|root| {
+                let mut names: Vec<PathBuf> = PROTECTED.iter().map(PathBuf::from).collect();
+                if home.as_deref() == Some(root.as_path()) {
+                    names.extend(PROTECTED_IN_HOME.iter().map(PathBuf::from));
+                }
+                names.extend(relative.iter().cloned());
+                (root.clone(), names)
+            })
+            .collect();
+        // A hidden path above a root would hide the workspace itself.
+        let (hidden, not_hidden): (Vec<PathBuf>, Vec<PathBuf>) = default_hidden()
+            .into_iter()
+            .chain(hide.iter().cloned())
+            .filter(|path| path.is_absolute())
+            .partition(|path| !roots.iter().any(|root| root.starts_with(path)));
+        Layout {
+            protected,
+            protected_absolute: absolute,
+            hidden,
+            writable: writable.to_vec(),
+            not_hidden,
+        }
+    }
+
+    /// The hidden paths, as configured (whether they exist or not).
+    pub(super) fn hidden(&self) -> &[PathBuf] {
+        &self.hidden
+    }
+
+    /// The plan of a spawn now: what of the layout exists; and the
+    /// protected paths that do not exist yet, which no mount can cover (a
+    /// mount needs a place to stand on, and Gantry makes none in the
+    /// checkout): what the command creates there is moved out when it
+    /// ends ([`Sandbox::quarantine`](super::Sandbox::quarantine)).
+    pub(super) fn plan(&self) -> (Plan, Vec<PathBuf>) {
+        let exists = |path: &Path| path.symlink_metadata().is_ok();
+        let mut plan = Plan::default();
+        let mut absent = Vec::new();
+        for (root, names) in &self.protected {
+            absent.extend(
+                names
+                    .iter()
+                    .map(|name| root.join(name))
+                    .filter(|path| !exists(path) && path.parent().is_some_and(Path::is_dir)),
+            );
+            for name in PINNED {
+                let pinned = root.join(name);
+                if pinned.is_dir() && !pinned.is_symlink() {
+                    plan.pin.push(pinned);
+                }
+            }
+            plan.protect.extend(
+                names
+                    .iter()
+                    .map(|name| root.join(name))
+                    // A symlink is resolved by the mount: its target would
+                    // be protected, wherever that is; the link itself is
+                    // what a later program follows, and it stays as is.
+                    .filter(|path| exists(path) && !path.is_symlink()),
+            );
+        }
+        plan.protect.extend(
+            self.protected_absolute
+                .iter()
+                .filter(|path| exists(path) && !path.is_symlink())
+                .cloned(),
+        );
+        // A hidden link is followed: what it leads to is what is hidden.
+        plan.hide = self
+            .hidden
+            .iter()
+            .filter_map(|path| match path.is_symlink() {
+                true => path.canonicalize().ok(),
+                false => exists(path).then(|| path.clone()),
+            })
+            .filter(|path| {
+                !self
+                    .protected
+                    .iter()
+                    .any(|(root, _)| root.starts_with(path))
+            })
+            .collect();
+        plan.reveal = self
+            .writable
+            .iter()
+            .filter(|place| {
+                place.is_dir() && plan.hide.iter().any(|hidden| place.starts_with(hidden))
+            })
+            .cloned()
+            .collect();
+        (plan, absent)
+    }
+
+    /// Whether `path` is, or lies beneath, a protected path of the layout.
+    pub(super) fn protects(&self, path: &Path) -> bool {
+        self.protected
+            .iter()
+            .flat_map(|(root, names)| names.iter().map(move |name| root.join(name)))
+            .chain(self.protected_absolute.iter().cloned())
+            .any(|protected| path.starts_with(protected))
+    }
+}
