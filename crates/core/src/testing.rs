@@ -182,9 +182,7 @@ impl Payload {
     /// (each failure ignored, as a payload would).
     pub fn shell(&self, name: &str) -> String {
         format!(
-            "echo {name} >> '{}/{name}' 2>/dev/null
-echo {name} >> '{}' 2>/dev/null
-",
+            "echo {name} 2>/dev/null >> '{}/{name}'\necho {name} 2>/dev/null >> '{}'\n",
             self.outside.path().display(),
             self.inside.display()
         )
