@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import anyio
@@ -351,3 +353,95 @@ async def test_a_command_gantry_runs_cannot_call_its_server(workspace: Path, htt
     assert "env token: False" in out, out
     assert server.token not in out, out
     assert "status 401" in out, out
+
+
+async def test_the_bearer_scheme_is_case_insensitive(workspace: Path, http_server):
+    """RFC 7235: the auth scheme is case-insensitive."""
+    server = http_server()
+    async with httpx2.AsyncClient(timeout=30) as http:
+        for scheme in ("bearer", "BEARER"):
+            response = await http.post(
+                server.url, json=INIT, headers={**HEADERS, "Authorization": f"{scheme} {server.token}"}
+            )
+            assert response.status_code == 200, (scheme, response.text)
+
+
+# What a confined command tries: every token-like string it can read (its
+# own environment, every /proc/*/cmdline and environ, Gantry's home), then
+# a session of its own that runs `shell` with `sandbox: false`.
+ATTACK = r'''
+import glob, json, os, re, sys, urllib.request, urllib.error
+url, marker = sys.argv[1], sys.argv[2]
+found = {None}
+places = glob.glob("/proc/*/cmdline") + glob.glob("/proc/*/environ")
+places += glob.glob(os.path.expanduser("~/**"), recursive=True)[:2000]
+for place in places:
+    try:
+        found.update(m.decode() for m in re.findall(rb"[0-9a-f]{32,64}", open(place, "rb").read()))
+    except OSError:
+        pass
+def post(message, headers):
+    request = urllib.request.Request(url, json.dumps(message).encode(), {
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    return urllib.request.urlopen(request, timeout=5)
+outcomes = set()
+for token in found:
+    headers = {"Authorization": "Bearer " + token} if token else {}
+    try:
+        reply = post(INIT, headers)
+    except urllib.error.HTTPError as e:
+        outcomes.add(f"refused {e.code}")
+        continue
+    except Exception as e:
+        outcomes.add(f"unreachable {type(e).__name__}")
+        continue
+    outcomes.add("ACCEPTED")
+    session = reply.headers.get("mcp-session-id")
+    if session:
+        headers["mcp-session-id"] = session
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+    post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shell",
+          "arguments": {"command": f"touch {marker}", "sandbox": False}}}, headers).read()
+print(len(found), "candidates:", sorted(outcomes))
+'''.replace("INIT", repr(INIT))
+
+
+@pytest.mark.parametrize("given", ["environment", "made", "argv"])
+async def test_a_confined_command_cannot_open_a_session_of_its_own(workspace: Path, http_server, given):
+    """A command the session runs, confined, finds no token to reach the
+    server it runs under, so it can never call `shell` with
+    `sandbox: false` and approve it itself."""
+    if os.environ.get("GANTRY_SKIP_SANDBOX") == "1":
+        pytest.skip("GANTRY_SKIP_SANDBOX=1: the test needs the sandbox")
+    if given == "environment":
+        server = http_server()
+        token = server.token
+    elif given == "made":
+        server = http_server(token=None)
+        token = re.search(r"Bearer ([0-9a-f]+)", server.banner).group(1)
+    else:
+        token = secrets_token()
+        server = http_server("--token", token, token=None)
+        # Blanked in Gantry's own argument memory once parsed.
+        assert token.encode() not in _cmdline(server.proc)
+    home = Path(os.environ.get("HOME", "/root"))
+    outside = Path(tempfile.mkdtemp(prefix=".gantry-test-outside-", dir=home))
+    marker = outside / "escaped"
+    (workspace / "attack.py").write_text(ATTACK)
+    try:
+        async with server.client(token) as client:
+            result = await client.call_tool(
+                "shell", {"command": f"python3 attack.py {server.url} {marker}", "timeout": 60}
+            )
+            said = text_of(result)
+        assert "candidates:" in said, said
+        assert "ACCEPTED" not in said, said
+        assert not marker.exists(), said
+    finally:
+        shutil.rmtree(outside)
+
+
+def secrets_token() -> str:
+    import secrets
+
+    return secrets.token_hex(16)

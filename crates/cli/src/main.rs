@@ -420,6 +420,57 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
 /// which no child of Gantry inherits (`gantry_process::env::ALWAYS_REMOVED`).
 const TOKEN_VAR: &str = "GANTRY_HTTP_TOKEN";
 
+/// Overwrites each of `secrets` in this process's own argument memory,
+/// which `/proc/PID/cmdline` shows to every process of the machine (the
+/// commands Gantry runs, confined, among them), once they have been parsed:
+/// a `--token` given on the command line is readable only until Gantry
+/// starts, not while it serves.
+fn blank_in_cmdline(secrets: &[String]) -> anyhow::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // Fields 48 and 49 (arg_start, arg_end), counted after the command
+    // name's closing parenthesis, which ends field 2.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let address = |field: usize| -> anyhow::Result<u64> {
+        Ok(fields
+            .get(field - 3)
+            .ok_or_else(|| anyhow::anyhow!("/proc/self/stat has no field {field}"))?
+            .parse()?)
+    };
+    let (start, end) = (address(48)?, address(49)?);
+    let mem = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/proc/self/mem")
+        .context("cannot open /proc/self/mem to blank --token in the command line")?;
+    let mut args = vec![0u8; usize::try_from(end.saturating_sub(start))?];
+    mem.read_exact_at(&mut args, start)?;
+    let mut blanked = args.clone();
+    for secret in secrets
+        .iter()
+        .map(String::as_bytes)
+        .filter(|s| !s.is_empty())
+    {
+        let mut at = 0;
+        while let Some(found) = blanked[at..]
+            .windows(secret.len())
+            .position(|w| w == secret)
+        {
+            let from = at + found;
+            blanked[from..from + secret.len()].fill(b'x');
+            at = from + secret.len();
+        }
+    }
+    if blanked != args {
+        mem.write_all_at(&blanked, start)
+            .context("cannot blank --token in the command line")?;
+    }
+    Ok(())
+}
+
 /// Who may call `gantry mcp --http`: the tokens of `--token`, of
 /// `--tokens-file` and of [`TOKEN_VAR`] together, a token made at start
 /// when there are none, or anyone with `--no-token`. A token on the command
@@ -444,9 +495,11 @@ fn http_access(
     if !tokens.is_empty() {
         eprintln!(
             "gantry: warning: --token puts the token on the command line, where every process \
-             of this machine can read it (/proc/PID/cmdline, ps): give it with --tokens-file \
-             FILE or {TOKEN_VAR} instead"
+             of this machine can read it (/proc/PID/cmdline, ps) until Gantry blanks it at \
+             start, and in the shell's history: give it with --tokens-file FILE or \
+             {TOKEN_VAR} instead"
         );
+        blank_in_cmdline(&tokens)?;
     }
     tokens.extend(from_env.split(',').map(String::from));
     if let Some(file) = tokens_file {

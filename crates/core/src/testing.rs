@@ -152,6 +152,89 @@ pub fn outside_the_writable_defaults() -> tempfile::TempDir {
         .expect("creating a folder in the home directory")
 }
 
+/// A planted payload, for the tests that Gantry runs nothing of the
+/// workspace's outside the sandbox (SPEC §2): each script or module a test
+/// plants tries to leave a marker named after it in a folder outside every
+/// writable root ([`outside_the_writable_defaults`]) and in the workspace,
+/// so a test fails when the first lands (it ran unconfined) and, where the
+/// point is that it never runs at all, when the second does.
+pub struct Payload {
+    outside: tempfile::TempDir,
+    inside: PathBuf,
+}
+
+impl Payload {
+    /// A payload whose markers go outside and into `workspace`'s
+    /// `planted-ran` file.
+    pub fn new(workspace: &Path) -> Payload {
+        Payload {
+            outside: outside_the_writable_defaults(),
+            inside: workspace.join("planted-ran"),
+        }
+    }
+
+    /// The folder outside every writable root.
+    pub fn outside(&self) -> &Path {
+        self.outside.path()
+    }
+
+    /// The lines of a `/bin/sh` script that leave the markers of `name`
+    /// (each failure ignored, as a payload would).
+    pub fn shell(&self, name: &str) -> String {
+        format!(
+            "echo {name} 2>/dev/null >> '{}/{name}'\necho {name} 2>/dev/null >> '{}'\n",
+            self.outside.path().display(),
+            self.inside.display()
+        )
+    }
+
+    /// The lines of Python that leave the markers of `name`.
+    pub fn python(&self, name: &str) -> String {
+        let mut lines = String::new();
+        for path in [self.outside.path().join(name), self.inside.clone()] {
+            lines.push_str(&format!(
+                "try:\n    open({:?}, 'a').write({name:?} + '\\n')\nexcept OSError:\n    pass\n",
+                path.display().to_string()
+            ));
+        }
+        lines
+    }
+
+    /// Writes an executable `#!/bin/sh` script at `path` that leaves the
+    /// markers of `name`, then runs `then` (`exec /usr/bin/dlv "$@"`, or
+    /// `exit 1`).
+    pub fn plant_script(&self, path: &Path, name: &str, then: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(path.parent().expect("a script in a folder"))
+            .expect("creating the folder of a planted script");
+        std::fs::write(path, format!("#!/bin/sh\n{}{then}\n", self.shell(name)))
+            .expect("planting a script");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .expect("making a planted script executable");
+    }
+
+    /// The payloads whose marker landed outside the writable roots: each
+    /// ran unconfined.
+    pub fn landed_outside(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.outside.path())
+            .expect("reading the folder outside")
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The payloads that left their marker in the workspace: each ran.
+    pub fn ran_inside(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.inside)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
 /// Waits up to `bound` for process `pid` to exit, whether or not it is a
 /// child of the caller (a grandchild, a language server), by awaiting its
 /// pidfd: no polling. True when it exited (or was already gone).

@@ -6,28 +6,10 @@ mod common;
 
 use std::path::Path;
 
-use common::{debug, fixture, number_after, project};
+use common::{build, debug, fixture, lldb, number_after, project};
 use serde_json::json;
 
 const WAIT: u64 = 30_000;
-
-fn lldb() -> bool {
-    common::need(
-        "lldb-dap (Debian's lldb-19)",
-        common::on_path("lldb-dap").is_some(),
-    ) && common::need("a C compiler (cc)", common::on_path("cc").is_some())
-}
-
-/// The fixture built with debug information as `build/app`.
-fn build(root: &Path) {
-    std::fs::create_dir_all(root.join("build")).unwrap();
-    let built = std::process::Command::new("cc")
-        .args(["-g", "-O0", "-o", "build/app", "main.c"])
-        .current_dir(root)
-        .status()
-        .unwrap();
-    assert!(built.success(), "cc failed");
-}
 
 /// The fixture built and started with `--forever`, for a test to attach
 /// to; it dies with the returned child.

@@ -261,7 +261,7 @@ async fn check_bearer(tokens: &[String], mut request: Request, next: Next) -> Re
             .headers()
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(bearer_token)
             .unwrap_or_default();
         // Every token is compared, so the time taken says nothing about
         // which one matched.
@@ -289,6 +289,15 @@ async fn check_bearer(tokens: &[String], mut request: Request, next: Next) -> Re
     next.run(request).await
 }
 
+/// The token of an `Authorization` header value of the Bearer scheme,
+/// which RFC 7235 makes case-insensitive (`bearer`, `BEARER`), followed by
+/// one or more spaces; `None` for another scheme or no token.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim_start_matches(' ');
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
 /// Compares without an early exit, so the time taken says nothing about how
 /// much of a guessed token was right.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -297,7 +306,17 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::constant_time_eq;
+    use super::{bearer_token, constant_time_eq};
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for value in ["Bearer t0k", "bearer t0k", "BEARER t0k", "bEaReR   t0k"] {
+            assert_eq!(bearer_token(value), Some("t0k"), "{value}");
+        }
+        for value in ["Basic t0k", "Bearer", "Bearer ", "Bearert0k", "t0k", ""] {
+            assert_eq!(bearer_token(value), None, "{value}");
+        }
+    }
 
     #[test]
     fn token_comparison() {

@@ -39,7 +39,17 @@ pub fn trust(root: &Path, state: &Path) {
 }
 
 /// [`session`] through `command` (from [`gantry`], with what a test adds).
-pub fn session_with(mut command: Command, root: &Path, requests: &[Value]) -> Vec<Value> {
+pub fn session_with(command: Command, root: &Path, requests: &[Value]) -> Vec<Value> {
+    session_knowing_pid(command, root, |_| requests.to_vec())
+}
+
+/// [`session_with`], the requests made knowing the process id of Gantry
+/// (for a command that tries to reach it).
+pub fn session_knowing_pid(
+    mut command: Command,
+    root: &Path,
+    requests: impl FnOnce(u32) -> Vec<Value>,
+) -> Vec<Value> {
     let mut child = command
         .args(["session", "--approval", "yolo"])
         .stdin(Stdio::piped())
@@ -47,6 +57,8 @@ pub fn session_with(mut command: Command, root: &Path, requests: &[Value]) -> Ve
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let requests = requests(child.id());
+    let sent = requests.len();
     {
         let mut stdin = child.stdin.take().unwrap();
         for request in requests {
@@ -61,7 +73,7 @@ pub fn session_with(mut command: Command, root: &Path, requests: &[Value]) -> Ve
         .collect();
     assert_eq!(
         replies.len(),
-        requests.len(),
+        sent,
         "{}: a call got no reply",
         root.display()
     );

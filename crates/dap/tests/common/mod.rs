@@ -40,6 +40,23 @@ pub fn debugpy() -> bool {
 
 pub use gantry_process::program::on_path;
 
+/// Whether the lldb tests run: lldb-dap and a C compiler, or a skip asked.
+pub fn lldb() -> bool {
+    need("lldb-dap (Debian's lldb-19)", on_path("lldb-dap").is_some())
+        && need("a C compiler (cc)", on_path("cc").is_some())
+}
+
+/// The C fixture built with debug information as `build/app`.
+pub fn build(root: &Path) {
+    std::fs::create_dir_all(root.join("build")).unwrap();
+    let built = std::process::Command::new("cc")
+        .args(["-g", "-O0", "-o", "build/app", "main.c"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(built.success(), "cc failed");
+}
+
 /// The committed fixture `name` (a directory under tests/fixtures), as
 /// (path, content) pairs for a temp workspace: fixtures are copied, never
 /// used in place.
