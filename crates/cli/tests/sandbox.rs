@@ -1,5 +1,5 @@
 //! The sandbox through the real binary: `gantry status` says what it does
-//! (and that language servers are exempt, and what an untrusted workspace
+//! (that nothing is exempt, the namespaces, and what an untrusted workspace
 //! asked for in vain); `gantry session` runs `shell` confined, explains a
 //! refused write and creates nothing outside; `mode: off` is said once per
 //! run. Needs Landlock ABI 4, unless `GANTRY_SKIP_SANDBOX=1`.
@@ -102,7 +102,13 @@ fn status_and_session_show_the_sandbox() {
         )),
         "{text}"
     );
-    assert!(text.contains("language servers are exempt"), "{text}");
+    assert!(!text.contains("exempt:"), "{text}");
+    assert!(text.contains("no exemption: every process Gantry starts"), "{text}");
+    assert!(
+        text.contains("its own user, mount, PID and IPC namespaces"),
+        "{text}"
+    );
+    assert!(text.contains(".git/config"), "{text}");
 
     let replies = texts(
         ws.path(),

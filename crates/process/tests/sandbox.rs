@@ -504,3 +504,182 @@ except OSError as e:
     assert_eq!(code, 0, "{output}");
     assert!(output.contains("refused EACCES"), "{output}");
 }
+
+/// A sandbox that confines in namespaces (a failure where this machine
+/// gives none: the sandbox tests are skipped only on request).
+fn namespaced(policy: Policy, workspace: &Path) -> Sandbox {
+    let sandbox = Sandbox::new(policy, &[workspace.to_path_buf()]);
+    assert!(sandbox.confines(), "{:?}", sandbox.status());
+    assert_eq!(sandbox.without_namespaces(), None, "{:?}", sandbox.status());
+    sandbox
+}
+
+/// A git repository in a fresh workspace, with a hook and a config.
+fn repository() -> tempfile::TempDir {
+    let workspace = scratch();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(workspace.path())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(workspace.path().join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    std::fs::create_dir(workspace.path().join(".vscode")).unwrap();
+    std::fs::write(workspace.path().join(".vscode/settings.json"), "{}").unwrap();
+    workspace
+}
+
+/// What git's config, its hooks and an editor's folder hold: what the
+/// attacks below must leave as it was.
+fn guarded(workspace: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    [".git/config", ".git/hooks/pre-commit", ".vscode/settings.json"]
+        .iter()
+        .map(|name| {
+            let path = workspace.join(name);
+            let bytes = std::fs::read(&path).ok();
+            (path, bytes)
+        })
+        .collect()
+}
+
+/// Every attack on what git and editors run later fails, and says why;
+/// normal git work goes on.
+#[tokio::test]
+async fn protected_paths_stay_as_they_were_and_git_still_works() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = repository();
+    let sandbox = namespaced(Policy::default(), workspace.path());
+    let (code, output) = run(
+        &sandbox,
+        workspace.path(),
+        "echo a > a.txt && git add a.txt && git -c user.name=t -c user.email=t@example.org \
+         commit -q --no-verify -m one && git branch two && git checkout -q two && echo b > a.txt \
+         && git stash -q && git stash pop -q && git log --oneline",
+    )
+    .await;
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("one"), "{output}");
+    let before = guarded(workspace.path());
+    let attacks = [
+        "git config core.fsmonitor 'touch /tmp/pwned'",
+        "echo 'touch /tmp/pwned' >> .git/hooks/pre-commit",
+        "echo x > .git/hooks/post-checkout",
+        "rm -rf .git/hooks",
+        "printf '[core]\\n\\tfsmonitor = x\\n' > .git/config",
+        "mv .git .git-old && git init -q && git config core.fsmonitor x",
+        "mv .git/config .git/config.old",
+        "echo '{\"version\":\"2.0.0\"}' > .vscode/tasks.json",
+        "mv .vscode .vscode-old",
+        // Last: it takes the repository's other files with it (the
+        // workspace is the command's to change), but not these.
+        "rm -rf .git",
+    ];
+    for attack in attacks {
+        let (code, output) = run(&sandbox, workspace.path(), attack).await;
+        assert_ne!(code, 0, "`{attack}` succeeded: {output}");
+        assert_eq!(guarded(workspace.path()), before, "`{attack}` changed: {output}");
+        assert!(
+            sandbox.explain(&output).is_some_and(|why| why.contains("protected")),
+            "`{attack}` not explained: {output}"
+        );
+        assert!(!workspace.path().join(".git-old").exists());
+    }
+}
+
+/// A protected path that did not exist cannot be guarded by a mount; what
+/// the command creates there is taken out of the workspace when it ends.
+#[tokio::test]
+async fn a_protected_path_a_command_creates_is_taken_out() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let sandbox = namespaced(Policy::default(), workspace.path());
+    let child = Command::new("bash", &sandbox)
+        .arg("-c")
+        .arg("mkdir -p .claude && echo '{}' > .claude/settings.json && echo x > .envrc && echo ok > kept.txt")
+        .current_dir(workspace.path())
+        .spawn()
+        .unwrap();
+    let status = tokio::time::timeout(BOUND, child.wait()).await.unwrap().unwrap();
+    assert!(status.success());
+    let created = child.protected_created();
+    assert_eq!(created.len(), 2, "{created:?}");
+    let said = sandbox.quarantine(&created).unwrap();
+    assert!(said.contains(".claude") && said.contains(".envrc"), "{said}");
+    assert!(!workspace.path().join(".claude").exists());
+    assert!(!workspace.path().join(".envrc").exists());
+    assert!(workspace.path().join("kept.txt").exists());
+}
+
+/// Hidden paths read as empty, even where the command may read and write
+/// around them; a writable place beneath one stays as it is.
+#[tokio::test]
+async fn hidden_paths_read_as_empty() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let secrets = scratch();
+    std::fs::write(secrets.path().join("id_rsa"), "PRIVATE KEY").unwrap();
+    std::fs::create_dir(secrets.path().join("kept")).unwrap();
+    std::fs::write(secrets.path().join("kept/visible"), "visible").unwrap();
+    let token = scratch();
+    std::fs::write(token.path().join("token"), "TOKEN").unwrap();
+    let policy = Policy {
+        hide: vec![secrets.path().to_path_buf(), token.path().join("token")],
+        ..Policy::default()
+    };
+    let sandbox = namespaced(policy, workspace.path()).also_writable(&secrets.path().join("kept"));
+    let (_, output) = run(
+        &sandbox,
+        workspace.path(),
+        &format!(
+            "cat {0}/id_rsa; ls {0}; cat {0}/kept/visible; echo; cat {1}; echo end",
+            secrets.path().display(),
+            token.path().join("token").display()
+        ),
+    )
+    .await;
+    assert!(!output.contains("PRIVATE KEY"), "{output}");
+    assert!(!output.contains("TOKEN"), "{output}");
+    assert!(output.contains("visible"), "{output}");
+    assert!(output.contains("end"), "{output}");
+    // Gantry's own home and state are among the defaults.
+    let hidden = gantry_process::sandbox::default_hidden();
+    assert!(hidden.contains(&gantry_core::settings::state_dir()), "{hidden:?}");
+    assert!(hidden.contains(&gantry_core::settings::gantry_home()), "{hidden:?}");
+}
+
+/// A command sees its own processes, and no other: not Gantry, not the
+/// user's programs.
+#[tokio::test]
+async fn a_command_sees_its_own_processes_only() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let sandbox = namespaced(Policy::default(), workspace.path());
+    let gantry = std::process::id();
+    let (code, output) = run(
+        &sandbox,
+        workspace.path(),
+        &format!(
+            "sleep 30 & ls /proc | grep -c '^[0-9]'; [ -e /proc/{gantry} ] && echo SEES-GANTRY; \
+             kill -0 {gantry} 2>/dev/null && echo SIGNALLED; kill %1"
+        ),
+    )
+    .await;
+    assert_eq!(code, 0, "{output}");
+    assert!(!output.contains("SIGNALLED"), "{output}");
+    let count: usize = output.lines().next().unwrap().trim().parse().unwrap();
+    // The namespace's init, bash, sleep, ls and grep: a handful, not the
+    // machine's hundreds.
+    assert!(count <= 8, "{output}");
+}
