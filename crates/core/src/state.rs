@@ -32,6 +32,30 @@ pub fn create_dir(purpose: &str, root: &Path) -> io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// A fresh, empty folder of this process's under [`root_dir`] for
+/// `purpose`, for one child's use (an overlay's work folder); removed
+/// with [`remove_scratch`] when the child is done.
+pub fn scratch_dir(purpose: &str, root: &Path) -> io::Result<PathBuf> {
+    static UNIQUE: AtomicU64 = AtomicU64::new(0);
+    let dir = root_dir(purpose, root).join(format!(
+        "{}-{}",
+        std::process::id(),
+        UNIQUE.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Removes a [`scratch_dir`] an overlay used: its empty `work` and
+/// `index` folders (left without permissions, so never listed), then
+/// itself. Best effort: what cannot go stays for the next look.
+pub fn remove_scratch(dir: &Path) {
+    for inner in ["work", "index"] {
+        let _ = std::fs::remove_dir(dir.join(inner));
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
 /// Moves `path`, which a confined command created at a protected path of
 /// the workspace at `root` (`.vscode/tasks.json`, `.git/hooks/...`), out
 /// into the state directory, whole: the sandbox's one removal, so that

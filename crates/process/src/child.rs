@@ -245,12 +245,12 @@ impl Command {
     pub fn spawn(&self) -> io::Result<Child> {
         let reaper = if self.direct { None } else { reaper::located() };
         let confinement = self.sandbox.confinement()?;
-        let (namespaces, protected_absent) = match reaper {
+        let (namespaces, protected_absent, scratch) = match reaper {
             Some(_) => match self.sandbox.namespace_plan()? {
-                Some((plan, absent)) => (Some(plan), absent),
-                None => (None, Vec::new()),
+                Some((plan, spawn)) => (Some(plan), spawn.absent, spawn.scratch),
+                None => (None, Vec::new(), Vec::new()),
             },
-            None => (None, Vec::new()),
+            None => (None, Vec::new(), Vec::new()),
         };
         // The reaper gets the environment, directory and stdio, and hands
         // them on to the command; it confines itself and the command in
@@ -355,6 +355,7 @@ impl Command {
             output: None,
             stderr: None,
             protected_absent,
+            _scratch: Scratch(scratch),
         };
         // From here on an error drops `child`, which kills the group.
         if let Some(stdin) = spawned.stdin.take() {
@@ -390,6 +391,21 @@ pub struct Child {
     stderr: Option<Capture>,
     /// Protected paths that did not exist when it started.
     protected_absent: Vec<PathBuf>,
+    /// Folders made for its namespaces, held only to be removed when it
+    /// is dropped.
+    _scratch: Scratch,
+}
+
+/// Folders Gantry made for one child (its overlays' work folders),
+/// removed when it is dropped, after the child itself.
+struct Scratch(Vec<PathBuf>);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for dir in &self.0 {
+            gantry_core::state::remove_scratch(dir);
+        }
+    }
 }
 
 impl Child {

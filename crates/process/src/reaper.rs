@@ -339,8 +339,8 @@ fn handshake(socket: &UnixStream) -> io::Result<(Pid, Vec<u8>)> {
     if let Some(pid) = parsed("pid ").and_then(Pid::from_raw) {
         return Ok((pid, rest));
     }
-    if let Some(errno) = parsed("error ") {
-        return Err(io::Error::from_raw_os_error(errno));
+    if let Some(error) = parse_error(&line) {
+        return Err(error);
     }
     Err(io::Error::other(format!(
         "the reaper said `{line}` instead of starting the command"
@@ -390,6 +390,32 @@ impl Control {
             )
         })
     }
+}
+
+/// How a reaper (or a namespace's init) says why it could not start the
+/// command: `error ERRNO MESSAGE`, the errno for the error's kind (a
+/// missing program is `NotFound`, as without a reaper), the message for
+/// a person (which path could not be hidden).
+pub(crate) fn error_line(error: &io::Error, otherwise: i32) -> String {
+    let errno = error.raw_os_error().unwrap_or(match error.kind() {
+        io::ErrorKind::NotFound => libc::ENOENT,
+        io::ErrorKind::PermissionDenied => libc::EACCES,
+        io::ErrorKind::InvalidInput => libc::EINVAL,
+        _ => otherwise,
+    });
+    let message = error.to_string().replace('\n', " ");
+    format!("error {errno} {message}\n")
+}
+
+/// The error an [`error_line`] says.
+pub(crate) fn parse_error(line: &str) -> Option<io::Error> {
+    let rest = line.strip_prefix("error ")?;
+    let (errno, message) = rest.split_once(' ').unwrap_or((rest, ""));
+    let from_errno = io::Error::from_raw_os_error(errno.trim().parse().ok()?);
+    Some(match message.trim() {
+        "" => from_errno,
+        message => io::Error::new(from_errno.kind(), message.to_string()),
+    })
 }
 
 /// `exit N`, `signal N` or `signal N core`, as an exit status.
@@ -552,16 +578,13 @@ fn reap(options: Options) -> i32 {
     let signals = match Signals::block() {
         Ok(signals) => signals,
         Err(e) => {
-            say(&format!(
-                "error {}\n",
-                e.raw_os_error().unwrap_or(libc::EIO)
-            ));
+            say(&error_line(&e, libc::EIO));
             return 126;
         }
     };
     // Orphans of the command's tree come to us, not to PID 1.
     if let Err(e) = set_child_subreaper(Some(rustix::process::getpid())) {
-        say(&format!("error {}\n", e.raw_os_error()));
+        say(&error_line(&e.into(), libc::EPERM));
         return 126;
     }
     if let Some(parent) = parent {
@@ -574,10 +597,7 @@ fn reap(options: Options) -> i32 {
     let filter = match seccomp.as_ref().map(read_filter).transpose() {
         Ok(filter) => filter,
         Err(e) => {
-            say(&format!(
-                "error {}\n",
-                e.raw_os_error().unwrap_or(libc::EINVAL)
-            ));
+            say(&error_line(&e, libc::EINVAL));
             return 126;
         }
     };
@@ -593,7 +613,18 @@ fn reap(options: Options) -> i32 {
         // first). The reaper stays outside the command's Landlock domain,
         // where a confined command can neither signal nor trace it.
         Ok(Some(plan)) => namespace::enter(&plan).and_then(|()| {
-            namespace::Init::start(&confine, &|| spawn_command(&program, &args))
+            // The rules again, on what the paths are now (an overlay is
+            // new inodes, which rules made before it never name).
+            let confine_here = || {
+                let (Some(_), Some(filter)) = (&landlock, &filter) else {
+                    return Err(io::Error::from_raw_os_error(libc::EINVAL));
+                };
+                let network = plan.network_denied.is_empty();
+                let prepared = Prepared::build(&plan.writable, network, crate::sandbox::landlock_abi())
+                    .map_err(io::Error::other)?;
+                restrict(prepared.descriptors().0, filter)
+            };
+            namespace::Init::start(&confine_here, &|| spawn_command(&program, &args))
                 .map(|(init, command)| (command, Some(init)))
         }),
         // Confined before the command starts, which inherits the
@@ -605,10 +636,7 @@ fn reap(options: Options) -> i32 {
     let (command, init) = match started {
         Ok(started) => started,
         Err(e) => {
-            say(&format!(
-                "error {}\n",
-                e.raw_os_error().unwrap_or(libc::EPERM)
-            ));
+            say(&error_line(&e, libc::EPERM));
             return if e.kind() == io::ErrorKind::NotFound {
                 127
             } else {

@@ -22,7 +22,7 @@ use seccompiler::{
 /// The Landlock ABI of the running kernel, 0 without Landlock, asked once.
 /// Hand-written: the `landlock` crate finds it out only by building a
 /// ruleset, and `gantry status` must say it without building one.
-pub(super) fn abi() -> u32 {
+pub(crate) fn abi() -> u32 {
     static ABI: OnceLock<u32> = OnceLock::new();
     *ABI.get_or_init(|| {
         const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
@@ -73,7 +73,7 @@ impl Prepared {
     /// run) and the devices; TCP connect and bind denied unless
     /// `network`; signals and abstract Unix sockets scoped to the command's
     /// own sandbox where the kernel (`abi`) can; the filter compiled.
-    pub(super) fn build(writable: &[PathBuf], network: bool, abi: u32) -> Result<Prepared, String> {
+    pub(crate) fn build(writable: &[PathBuf], network: bool, abi: u32) -> Result<Prepared, String> {
         let handled = write_access();
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)

@@ -52,7 +52,7 @@
 mod explain;
 mod landlock;
 pub(crate) mod namespace;
-mod paths;
+pub(crate) mod paths;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -65,7 +65,7 @@ use serde::Deserialize;
 
 use crate::env::EnvPolicy;
 
-pub(crate) use self::landlock::{Prepared, read_filter, restrict};
+pub(crate) use self::landlock::{Prepared, abi as landlock_abi, read_filter, restrict};
 use self::paths::Layout;
 pub use self::paths::{PROTECTED, PROTECTED_IN_HOME, default_hidden};
 
@@ -454,11 +454,23 @@ impl Namespaces {
                     .chain(&policy.writable_roots)
                     .cloned()
                     .collect();
+                // A cache the user listed in `writableRoots` is shared.
+                let caches: Vec<PathBuf> = match policy.mode {
+                    Mode::WorkspaceWrite => policy
+                        .caches
+                        .iter()
+                        .filter(|cache| !policy.writable_roots.contains(cache))
+                        .cloned()
+                        .collect(),
+                    _ => Vec::new(),
+                };
                 Namespaces::Given(Layout::new(
                     &protected_roots,
                     writable,
                     &policy.protect,
                     &policy.hide,
+                    &caches,
+                    policy.network,
                 ))
             }
             Err(why) => Namespaces::Missing(format!(
@@ -751,6 +763,20 @@ impl Sandbox {
                     },
                     shown(layout.hidden()),
                 ));
+                if !layout.private_caches().is_empty() {
+                    let caches: Vec<PathBuf> = layout
+                        .private_caches()
+                        .iter()
+                        .map(|(cache, _)| cache.clone())
+                        .collect();
+                    lines.push(format!(
+                        "sandbox: build caches seen through an overlay of this workspace's: {} \
+                         (commands read what is there; what they write lands in Gantry's state \
+                         directory, never where the user's own tools read; to share a cache \
+                         writable, list it in `{SETTINGS_KEY}.writableRoots`)",
+                        shown(&caches)
+                    ));
+                }
                 if !layout.not_hidden.is_empty() {
                     lines.push(format!(
                         "sandbox: not hidden, since a workspace root lies beneath: {}",
@@ -809,11 +835,11 @@ impl Sandbox {
     /// missing.
     pub(crate) fn namespace_plan(
         &self,
-    ) -> std::io::Result<Option<(std::os::fd::OwnedFd, Vec<PathBuf>)>> {
+    ) -> std::io::Result<Option<(std::os::fd::OwnedFd, paths::Spawn)>> {
         match (&self.inner.state, &self.inner.namespaces) {
             (State::Confined(_), Namespaces::Given(layout)) => {
-                let (plan, absent) = layout.plan();
-                Ok(Some((plan.to_memfd()?, absent)))
+                let spawn = layout.spawn();
+                Ok(Some((spawn.plan.to_memfd()?, spawn)))
             }
             _ => Ok(None),
         }

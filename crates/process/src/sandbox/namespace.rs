@@ -54,17 +54,31 @@ pub(crate) struct Plan {
     /// Places beneath a hidden folder that stay as they are (a kernel's
     /// environment in Gantry's state directory).
     pub reveal: Vec<PathBuf>,
+    /// Build caches seen through an overlay: the cache as it is below,
+    /// and what the command writes in an upper folder of Gantry's, so
+    /// that the user's own tools never read it (`cache`, `upper`, `work`
+    /// in threes).
+    pub overlay: Vec<PathBuf>,
+    /// Where the command may write. Landlock's rules hold for the inodes
+    /// they were made on, and an overlay is new ones: the namespace's
+    /// init makes the rules again once its mounts are in place.
+    pub writable: Vec<PathBuf>,
+    /// `network: false`, as one record `N/`.
+    pub network_denied: Vec<PathBuf>,
 }
 
 /// The list of a plan one record tag stands for.
 type List = fn(&mut Plan) -> &mut Vec<PathBuf>;
 
 /// Record tags in the plan's memfd: one byte, the path, a NUL.
-const TAGS: [(u8, List); 4] = [
+const TAGS: [(u8, List); 7] = [
     (b'p', |plan| &mut plan.protect),
     (b'n', |plan| &mut plan.pin),
     (b'h', |plan| &mut plan.hide),
     (b'r', |plan| &mut plan.reveal),
+    (b'o', |plan| &mut plan.overlay),
+    (b'w', |plan| &mut plan.writable),
+    (b'N', |plan| &mut plan.network_denied),
 ];
 
 impl Plan {
@@ -184,6 +198,39 @@ fn bind_self(path: &Path, read_only: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// `cache` as an overlay: reads see it, writes land in `upper`. Where the
+/// kernel refuses the overlay (a file system without user extended
+/// attributes for `upper`), the cache is read-only instead: never shared
+/// writable.
+fn private_cache(cache: &Path, upper: &Path, work: &Path) -> io::Result<()> {
+    let options = format!(
+        "lowerdir={},upperdir={},workdir={},userxattr,index=off",
+        escape(cache),
+        escape(upper),
+        escape(work)
+    );
+    mount(
+        Some(Path::new("overlay")),
+        cache,
+        Some("overlay"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(&options),
+    )
+    .or_else(|_| bind_self(cache, true))
+}
+
+/// A path for overlay's options, where `,`, `:` and `\` separate.
+fn escape(path: &Path) -> String {
+    let mut escaped = String::new();
+    for c in path.to_string_lossy().chars() {
+        if matches!(c, ',' | ':' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
 fn write_proc(file: &str, text: &str) -> io::Result<()> {
     std::fs::OpenOptions::new()
         .write(true)
@@ -240,6 +287,12 @@ pub(crate) fn enter(plan: &Plan) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         other => other,
     };
+    for layers in plan.overlay.chunks(3) {
+        let [cache, upper, work] = layers else {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        };
+        private_cache(cache, upper, work)?;
+    }
     for path in &plan.pin {
         gone(bind_self(path, false))?;
     }
@@ -331,8 +384,8 @@ impl Init {
             pending: Vec::new(),
         };
         let line = init.line()?;
-        if let Some(errno) = line.strip_prefix("error ").and_then(|n| n.parse().ok()) {
-            return Err(io::Error::from_raw_os_error(errno));
+        if let Some(error) = crate::reaper::parse_error(&line) {
+            return Err(error);
         }
         if line != "started" {
             return Err(io::Error::other(format!(
@@ -413,10 +466,7 @@ fn init_main(
     let command = match started {
         Ok(pid) => pid,
         Err(e) => {
-            say(&format!(
-                "error {}\n",
-                e.raw_os_error().unwrap_or(libc::EPERM)
-            ));
+            say(&crate::reaper::error_line(&e, libc::EPERM));
             return 126;
         }
     };

@@ -108,6 +108,22 @@ pub(super) struct Layout {
     writable: Vec<PathBuf>,
     /// Hidden paths not hidden because a root lies beneath them.
     pub(super) not_hidden: Vec<PathBuf>,
+    /// The build caches seen through an overlay, each with the upper
+    /// folder of this workspace's, and the workspace root (for the work
+    /// folders made at each spawn).
+    caches: Vec<(PathBuf, PathBuf)>,
+    workspace: PathBuf,
+    /// Whether sockets are denied (for the rules init makes again).
+    network_denied: bool,
+}
+
+/// A spawn's namespaces: the plan, the protected paths that did not
+/// exist, and the folders made for it (overlays' work folders), removed
+/// when the command is done.
+pub(crate) struct Spawn {
+    pub plan: Plan,
+    pub absent: Vec<PathBuf>,
+    pub scratch: Vec<PathBuf>,
 }
 
 impl Layout {
@@ -119,7 +135,26 @@ impl Layout {
         writable: &[PathBuf],
         protect: &[PathBuf],
         hide: &[PathBuf],
+        caches: &[PathBuf],
+        network: bool,
     ) -> Layout {
+        let workspace = roots.first().cloned().unwrap_or_else(|| PathBuf::from("/"));
+        // A cache that holds a root (or the state directory, where its
+        // upper folder would be) is not seen through an overlay: the
+        // workspace's writes would land in the upper folder.
+        let state = gantry_core::settings::state_dir();
+        let caches = caches
+            .iter()
+            .filter(|cache| cache.is_dir())
+            .filter(|cache| !roots.iter().any(|root| root.starts_with(cache)))
+            .filter(|cache| !state.starts_with(cache) && !cache.starts_with(&state))
+            .filter_map(|cache| {
+                let name = cache.to_string_lossy().replace('/', "_");
+                let upper =
+                    gantry_core::state::create_dir(&format!("caches/{name}"), &workspace).ok()?;
+                Some((cache.clone(), upper))
+            })
+            .collect();
         let home = dirs::home_dir();
         let (absolute, relative): (Vec<PathBuf>, Vec<PathBuf>) =
             protect.iter().cloned().partition(|path| path.is_absolute());
@@ -146,7 +181,15 @@ impl Layout {
             hidden,
             writable: writable.to_vec(),
             not_hidden,
+            caches,
+            workspace,
+            network_denied: !network,
         }
+    }
+
+    /// The caches seen through an overlay, with where their writes go.
+    pub(super) fn private_caches(&self) -> &[(PathBuf, PathBuf)] {
+        &self.caches
     }
 
     /// The hidden paths, as configured (whether they exist or not).
@@ -159,7 +202,7 @@ impl Layout {
     /// mount needs a place to stand on, and Gantry makes none in the
     /// checkout): what the command creates there is moved out when it
     /// ends ([`Sandbox::quarantine`](super::Sandbox::quarantine)).
-    pub(super) fn plan(&self) -> (Plan, Vec<PathBuf>) {
+    pub(super) fn spawn(&self) -> Spawn {
         let exists = |path: &Path| path.symlink_metadata().is_ok();
         let mut plan = Plan::default();
         let mut absent = Vec::new();
@@ -215,7 +258,27 @@ impl Layout {
             })
             .cloned()
             .collect();
-        (plan, absent)
+        // Each overlay needs a work folder of its own; the upper one is
+        // shared by the workspace's commands (`index=off`), so what one
+        // downloads the next one finds.
+        plan.writable = self.writable.clone();
+        if self.network_denied {
+            plan.network_denied.push(PathBuf::from("/"));
+        }
+        let mut scratch = Vec::new();
+        for (cache, upper) in &self.caches {
+            let Ok(work) = gantry_core::state::scratch_dir("caches-work", &self.workspace) else {
+                continue;
+            };
+            plan.overlay
+                .extend([cache.clone(), upper.clone(), work.clone()]);
+            scratch.push(work);
+        }
+        Spawn {
+            plan,
+            absent,
+            scratch,
+        }
     }
 
     /// Whether `path` is, or lies beneath, a protected path of the layout.
