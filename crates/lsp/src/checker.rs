@@ -16,9 +16,9 @@ use gantry_core::Run;
 use gantry_process::{Command, Program, Sandbox, Stderr, Stdout};
 
 use crate::servers::{Config, ServerSpec};
-use crate::toolchain;
 use crate::supervisor::{Supervisor, find_markers};
 use crate::tool::workspace_pull;
+use crate::toolchain;
 
 /// Lines of checker output shown at most.
 const MAX_LINES: usize = 150;

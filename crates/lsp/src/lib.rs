@@ -44,8 +44,8 @@ mod render;
 pub mod server;
 pub mod servers;
 pub mod supervisor;
-pub mod toolchain;
 mod tool;
+pub mod toolchain;
 pub mod transport;
 
 use std::path::Path;
@@ -150,11 +150,11 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
     };
     let sandbox = Sandbox::of_settings(builder.current_settings(), builder.workspace());
     let planted = Planted::new(
-        sandbox
-            .writable()
-            .iter()
-            .cloned()
-            .chain(std::iter::once(builder.workspace().root()).chain(builder.workspace().extra_roots()).map(Path::to_path_buf)),
+        sandbox.writable().iter().cloned().chain(
+            std::iter::once(builder.workspace().root())
+                .chain(builder.workspace().extra_roots())
+                .map(Path::to_path_buf),
+        ),
     );
     let config = Config::from_settings(settings).with_toolchain(toolchain, planted);
     let supervisor = Supervisor::new(

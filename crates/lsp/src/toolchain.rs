@@ -175,10 +175,7 @@ pub fn prepare(
                 } else {
                     "python"
                 };
-                let paths: Vec<String> = packages
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect();
+                let paths: Vec<String> = packages.iter().map(|p| p.display().to_string()).collect();
                 merge(
                     &mut prepared.spec.settings,
                     json!({section: {"analysis": {"extraPaths": paths}}}),
@@ -199,7 +196,10 @@ pub fn prepare(
                 .flatten();
             let (tsserver, whose) = match own {
                 Some(own) => (own, "the project's"),
-                None => (outside_tsserver(planted, binary)?, "Gantry's choice outside the checkout"),
+                None => (
+                    outside_tsserver(planted, binary)?,
+                    "Gantry's choice outside the checkout",
+                ),
             };
             // Always named, so no `node_modules` found by walking up to
             // `/` (a temp folder above the workspace) is ever used.
@@ -297,7 +297,8 @@ pub(crate) fn outside_python(planted: &Planted) -> Result<PathBuf, String> {
     let python = on_path("python3")
         .ok_or("no `python3` on PATH to serve as the interpreter outside the checkout")?;
     let args = ["-I", "-c", "import sys; print(sys.executable)"].map(String::from);
-    let real = answer(&python, &args).map_err(|e| format!("cannot ask python3 where it is: {e}"))?;
+    let real =
+        answer(&python, &args).map_err(|e| format!("cannot ask python3 where it is: {e}"))?;
     planted.vet("the interpreter", Path::new(&real))
 }
 
@@ -470,7 +471,10 @@ mod tests {
     #[test]
     fn settings_merge_key_by_key() {
         let mut base = json!({"python": {"analysis": {"typeCheckingMode": "strict"}}});
-        merge(&mut base, json!({"python": {"pythonPath": "/usr/bin/python3"}}));
+        merge(
+            &mut base,
+            json!({"python": {"pythonPath": "/usr/bin/python3"}}),
+        );
         assert_eq!(
             base,
             json!({"python": {"analysis": {"typeCheckingMode": "strict"}, "pythonPath": "/usr/bin/python3"}})

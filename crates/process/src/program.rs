@@ -319,13 +319,10 @@ async fn probe_once(binary: &Path, args: &[String], timeout: Duration) -> Result
     // Outside every workspace: a program that reads its settings from
     // where it runs (a rustup proxy's `rust-toolchain.toml`, Python's
     // current directory on `sys.path`) finds none of a checkout's.
-    command
-        .args(args)
-        .current_dir("/")
-        .stdout(Stdout::Capture {
-            head: ANSWER_BYTES,
-            tail: 0,
-        });
+    command.args(args).current_dir("/").stdout(Stdout::Capture {
+        head: ANSWER_BYTES,
+        tail: 0,
+    });
     let shown = format!("`{}`", command.shown());
     let child = command
         .spawn()
@@ -354,7 +351,11 @@ async fn probe_once(binary: &Path, args: &[String], timeout: Duration) -> Result
     match status {
         Ok(Ok(status)) if status.success() => Ok(child
             .output()
-            .map(|output| String::from_utf8_lossy(output.lock().head()).trim().to_string())
+            .map(|output| {
+                String::from_utf8_lossy(output.lock().head())
+                    .trim()
+                    .to_string()
+            })
             .unwrap_or_default()),
         Ok(Ok(status)) => Err(format!("{shown} {}{said}", describe_exit(status))),
         Ok(Err(e)) => Err(format!("{shown} could not be waited for: {e}")),
