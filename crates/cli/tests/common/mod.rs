@@ -32,9 +32,20 @@ pub fn gantry(root: &Path, state: &Path) -> Command {
 }
 
 /// [`session`] through `command` (from [`gantry`], with what a test adds).
-pub fn session_with(mut command: Command, root: &Path, requests: &[Value]) -> Vec<Value> {
+pub fn session_with(command: Command, root: &Path, requests: &[Value]) -> Vec<Value> {
+    session_on(command, root, &[], requests)
+}
+
+/// [`session_with`] on a surface given by `surface` (`["--tier", "read"]`).
+pub fn session_on(
+    mut command: Command,
+    root: &Path,
+    surface: &[&str],
+    requests: &[Value],
+) -> Vec<Value> {
     let mut child = command
         .args(["session", "--approval", "yolo"])
+        .args(surface)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
