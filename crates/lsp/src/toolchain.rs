@@ -242,14 +242,12 @@ pub fn prepare(
                 rust.analyzer.display()
             );
         }
-        "gopls" => {
-            if toolchain.outside_only() {
-                prepared.env = go_env();
-                prepared.uses = format!(
-                    "the go on PATH with GOTOOLCHAIN=local (go.mod cannot fetch another) and cgo \
-                     off ({why})"
-                );
-            }
+        "gopls" if toolchain.outside_only() => {
+            prepared.env = go_env();
+            prepared.uses = format!(
+                "the go on PATH with GOTOOLCHAIN=local (go.mod cannot fetch another) and cgo off \
+                 ({why})"
+            );
         }
         "dart" if toolchain.outside_only() => {
             return Err(format!(
