@@ -430,6 +430,11 @@ impl RunBuilder {
         self
     }
 
+    /// The surface while wiring (a family that runs less at read tier).
+    pub fn current_surface(&self) -> Surface {
+        self.surface
+    }
+
     /// The port to a person; without one, confirmations and `ask_user`
     /// fail closed.
     pub fn human(mut self, human: Arc<dyn Human>) -> Self {

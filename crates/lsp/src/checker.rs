@@ -4,7 +4,9 @@
 //! analyze`), each bounded in time and output. A checker runs the
 //! project's code (build scripts, macros) at the model's request, so it
 //! runs as `shell` would: in the run's sandbox, with the command
-//! environment the settings allow.
+//! environment the settings allow. At read tier and in a folder not
+//! trusted, only checkers from outside the checkout run, and `cargo check`
+//! (the project's build scripts and proc macros) not at all.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -13,9 +15,10 @@ use std::time::Instant;
 use gantry_core::Run;
 use gantry_process::{Command, Program, Sandbox, Stderr, Stdout};
 
-use crate::servers::ServerSpec;
+use crate::servers::{Config, ServerSpec};
 use crate::supervisor::{Supervisor, find_markers};
 use crate::tool::workspace_pull;
+use crate::toolchain;
 
 /// Lines of checker output shown at most.
 const MAX_LINES: usize = 150;
@@ -23,48 +26,94 @@ const MAX_LINES: usize = 150;
 /// so that they can be counted, but bounded.
 const MAX_OUTPUT: usize = 1 << 20;
 
-/// A checker to run: program, arguments, directory.
+/// A checker to run: program, arguments, variables, directory.
 #[derive(Debug, Clone, PartialEq)]
 struct Check {
     program: PathBuf,
     args: Vec<String>,
+    env: Vec<(String, String)>,
     root: PathBuf,
 }
 
 /// The checker of a server's language at `root`, or why there is none.
-fn checker(spec: &ServerSpec, workspace: &Path, root: &Path) -> Result<Check, String> {
+fn checker(
+    spec: &ServerSpec,
+    config: &Config,
+    workspace: &Path,
+    root: &Path,
+) -> Result<Check, String> {
+    let outside = config.toolchain.outside_only();
     let find = |names: &[&str]| {
         let checker = Program {
             binaries: names.iter().map(|n| n.to_string()).collect(),
+            outside_workspace_only: outside,
             ..Program::default()
         };
         checker.resolve_binary(workspace, root).ok()
     };
+    let mut env = Vec::new();
+    let mut extra = Vec::new();
     let (names, args): (&[&str], Vec<&str>) = match spec.id.as_str() {
+        "rust-analyzer" if outside => {
+            return Err(format!(
+                "`cargo check` not run ({}): it runs the project's build scripts and proc \
+                 macros; to have it run, confined, {}",
+                config.toolchain.why(),
+                config.toolchain.remedy()
+            ));
+        }
         "rust-analyzer" => (
             &["cargo"],
             vec!["check", "--message-format=short", "--quiet"],
         ),
-        "basedpyright" | "pyright" | "pylsp" => (&["basedpyright", "pyright"], vec![]),
+        "basedpyright" | "pyright" | "pylsp" => {
+            if outside {
+                let python = toolchain::outside_python(&config.planted)?;
+                extra = vec!["--pythonpath".into(), python.display().to_string()];
+            }
+            (&["basedpyright", "pyright"], vec![])
+        }
         "typescript-language-server" => {
             if !root.join("tsconfig.json").exists() {
                 return Err("no tsconfig.json for `tsc --noEmit`".into());
             }
             (&["tsc"], vec!["--noEmit", "--pretty", "false", "-p", "."])
         }
-        "gopls" => (&["go"], vec!["build", "./..."]),
+        "gopls" => {
+            if outside {
+                env = toolchain::go_env();
+            }
+            (&["go"], vec!["build", "./..."])
+        }
+        "dart" if outside => {
+            return Err(format!(
+                "`dart analyze` not run ({}): analyzer plugins run the project's code; to have \
+                 it run, confined, {}",
+                config.toolchain.why(),
+                config.toolchain.remedy()
+            ));
+        }
         "dart" => (&["dart"], vec!["analyze"]),
         other => return Err(format!("no project checker is known for {other}")),
     };
     let program = find(names).ok_or_else(|| {
         format!(
-            "its checker `{}` is not installed (looked in the project and on PATH)",
-            names.join("` or `")
+            "its checker `{}` is not installed (looked in {})",
+            names.join("` or `"),
+            if outside {
+                "PATH only"
+            } else {
+                "the project and on PATH"
+            }
         )
     })?;
+    if outside {
+        config.planted.vet("the checker", &program)?;
+    }
     Ok(Check {
         program,
-        args: args.into_iter().map(String::from).collect(),
+        args: args.into_iter().map(String::from).chain(extra).collect(),
+        env,
         root: root.to_path_buf(),
     })
 }
@@ -119,7 +168,7 @@ pub async fn project_diagnostics(sup: &Supervisor, run: &Run) -> String {
         }
         languages_done.insert(language);
         for root in outer {
-            match checker(spec, &workspace, &root) {
+            match checker(spec, sup.config(), &workspace, &root) {
                 Ok(check) if !checks.iter().any(|(_, c)| *c == check) => {
                     checks.push((spec.id.clone(), check))
                 }
@@ -156,6 +205,7 @@ async fn run_check(sup: &Supervisor, check: &Check, sandbox: &Sandbox) -> String
     let started = Instant::now();
     let child = Command::new(&check.program, sandbox)
         .args(&check.args)
+        .envs(check.env.iter().map(|(key, value)| (key, value)))
         .current_dir(&check.root)
         .stdout(Stdout::Capture {
             head: MAX_OUTPUT,

@@ -45,6 +45,7 @@ pub mod server;
 pub mod servers;
 pub mod supervisor;
 mod tool;
+pub mod toolchain;
 pub mod transport;
 
 use std::path::Path;
@@ -52,6 +53,7 @@ use std::sync::Arc;
 
 use gantry_core::{Run, RunBuilder};
 use gantry_process::Sandbox;
+use toolchain::{Planted, Toolchain};
 
 pub use diagnostics::{Delta, DiagnosticsHook, Ledger};
 pub use rename::{LspRename, LspRenameParams};
@@ -131,8 +133,14 @@ fn honoured(
 /// A malformed `lsp` settings section is logged and the defaults are used:
 /// the tools stay on the surface, and `lsp status` shows the table in
 /// force.
+///
+/// At read tier and in a folder not trusted, servers and checkers use only
+/// toolchains from outside the checkout (see [`toolchain`]).
 pub fn register(builder: RunBuilder) -> RunBuilder {
-    let trusted = builder.current_settings().workspace_trusted();
+    let toolchain = Toolchain::of(
+        builder.current_surface().cap,
+        builder.current_settings().workspace_trusted(),
+    );
     let settings = match honoured(builder.current_settings()) {
         Ok((settings, _ignored)) => settings,
         Err(e) => {
@@ -140,13 +148,15 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
             LspSettings::default()
         }
     };
-    let config = Config::from_settings(settings);
-    let config = if trusted {
-        config
-    } else {
-        config.passing_over_project_binaries()
-    };
     let sandbox = Sandbox::of_settings(builder.current_settings(), builder.workspace());
+    let planted = Planted::new(
+        sandbox.writable().iter().cloned().chain(
+            std::iter::once(builder.workspace().root())
+                .chain(builder.workspace().extra_roots())
+                .map(Path::to_path_buf),
+        ),
+    );
+    let config = Config::from_settings(settings).with_toolchain(toolchain, planted);
     let supervisor = Supervisor::new(
         builder.workspace().root(),
         config,

@@ -390,6 +390,9 @@ pub struct Launch<'a> {
     pub root: &'a Path,
     /// Its binary.
     pub binary: &'a Path,
+    /// Variables its toolchain needs (`RUSTUP_TOOLCHAIN`, ...), set on
+    /// top of the command environment.
+    pub env: &'a [(String, String)],
     /// The run's sandbox; the server may also write its own cache folder
     /// (and clangd its compilation database's) in Gantry's state
     /// directory, never the user's home.
@@ -428,7 +431,8 @@ impl Server {
         command
             .args(&launch.spec.args)
             // Where servers keep their caches (tsserver's typings, ...).
-            .env("XDG_CACHE_HOME", &cache);
+            .env("XDG_CACHE_HOME", &cache)
+            .envs(launch.env.iter().map(|(key, value)| (key, value)));
         if let Some(dir) = &database {
             command.arg(format!("--compile-commands-dir={}", dir.display()));
         }

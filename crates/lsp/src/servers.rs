@@ -13,6 +13,8 @@ use gantry_process::{Located, Program};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::toolchain::{Planted, Prepared, Toolchain, prepare};
+
 /// One language server: how to start it and what it serves.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerSpec {
@@ -267,6 +269,11 @@ pub struct Config {
     pub dependents: bool,
     /// Most such files one write opens.
     pub dependents_cap: usize,
+    /// Whose toolchain servers and checkers use (the safe one, only what
+    /// is outside the checkout, until [`Config::with_toolchain`] says).
+    pub toolchain: Toolchain,
+    /// Where no program Gantry chooses may lie.
+    pub planted: Planted,
 }
 
 impl Default for Config {
@@ -329,31 +336,48 @@ impl Config {
             max_restarts: settings.max_restarts.unwrap_or(3),
             dependents: settings.dependents.unwrap_or(true),
             dependents_cap: settings.dependents_cap.unwrap_or(50).max(1),
+            toolchain: Toolchain::Untrusted,
+            planted: Planted::default(),
         }
+        .with_toolchain(Toolchain::Untrusted, Planted::new([]))
     }
 
-    /// This configuration for a checkout the user has not trusted: no
-    /// server binary is taken from inside the workspace, since servers run
-    /// unconfined.
-    pub fn passing_over_project_binaries(mut self) -> Self {
+    /// This configuration with `toolchain`: outside the project's own, no
+    /// server binary is taken from inside the workspace (its
+    /// `node_modules/.bin`, `.venv/bin`), and nothing chosen may lie in
+    /// `planted` places.
+    pub fn with_toolchain(mut self, toolchain: Toolchain, planted: Planted) -> Self {
         for server in &mut self.servers {
-            server.program.outside_workspace_only = true;
+            server.program.outside_workspace_only = toolchain.outside_only();
         }
+        self.toolchain = toolchain;
+        self.planted = planted;
         self
+    }
+
+    /// `spec` found at `binary`, prepared to serve `root` with this
+    /// configuration's toolchain.
+    pub fn prepare(
+        &self,
+        spec: &ServerSpec,
+        workspace: &Path,
+        root: &Path,
+        binary: &Path,
+    ) -> Result<Prepared, String> {
+        prepare(self.toolchain, &self.planted, spec, workspace, root, binary)
     }
 }
 
 /// What serving a file would take, as decided by the table.
 #[derive(Debug, Clone)]
 pub enum Choice {
-    /// A server can start: marker and binary are both there.
+    /// A server can start: marker and binary are both there, and the
+    /// toolchain it may use.
     Usable {
-        /// The server.
-        spec: Box<ServerSpec>,
+        /// The server as it starts.
+        prepared: Box<Prepared>,
         /// Its root for this file.
         root: PathBuf,
-        /// Its binary.
-        binary: PathBuf,
     },
     /// No server in the table serves this kind of file.
     NoServer,
@@ -362,7 +386,8 @@ pub enum Choice {
 }
 
 /// Chooses the server for `file`: the first of its language, in table
-/// order, whose marker and binary are both present.
+/// order, whose marker and binary are both present and that can run with
+/// the configuration's toolchain.
 pub fn choose(config: &Config, workspace: &Path, file: &Path) -> Choice {
     let Some(language) = language_of(file) else {
         return Choice::NoServer;
@@ -373,12 +398,19 @@ pub fn choose(config: &Config, workspace: &Path, file: &Path) -> Choice {
         .iter()
         .filter(|s| s.languages.iter().any(|l| l == language))
     {
-        match spec.program.locate(workspace, file) {
-            Ok(Located { root, binary }) => {
+        let prepared = spec
+            .program
+            .locate(workspace, file)
+            .map_err(|why| why.to_string())
+            .and_then(|Located { root, binary }| {
+                let prepared = config.prepare(spec, workspace, &root, &binary)?;
+                Ok((prepared, root))
+            });
+        match prepared {
+            Ok((prepared, root)) => {
                 return Choice::Usable {
-                    spec: Box::new(spec.clone()),
+                    prepared: Box::new(prepared),
                     root,
-                    binary,
                 };
             }
             Err(why) => reasons.push(format!("{}: {why}", spec.id)),
@@ -429,7 +461,7 @@ mod tests {
     fn choose_says_which_of_marker_and_binary_is_missing() {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path();
-        let mut config = Config::default();
+        let mut config = Config::default().with_toolchain(Toolchain::Project, Planted::default());
         for server in &mut config.servers {
             server.program.binaries = vec![format!("gantry-test-missing-{}", server.id)];
             server.program.versioned = false;

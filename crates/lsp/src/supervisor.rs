@@ -46,6 +46,10 @@ struct Slot {
     spec: ServerSpec,
     root: PathBuf,
     binary: PathBuf,
+    /// Variables its toolchain needs set (see [`crate::toolchain`]).
+    env: Vec<(String, String)>,
+    /// Which interpreter or toolchain it uses, and why.
+    uses: String,
     phase: watch::Sender<Phase>,
     restarts: AtomicU32,
 }
@@ -266,15 +270,17 @@ impl Supervisor {
                 "no server for this language can start here: {}",
                 reasons.join("; ")
             ))),
-            Choice::Usable { spec, root, binary } => {
+            Choice::Usable { prepared, root } => {
                 let mut slots = lock(&self.inner.slots);
                 let slot = slots
-                    .entry((spec.id.clone(), root.clone()))
+                    .entry((prepared.spec.id.clone(), root.clone()))
                     .or_insert_with(|| {
                         Arc::new(Slot {
-                            spec: *spec,
+                            spec: prepared.spec,
                             root,
-                            binary,
+                            binary: prepared.binary,
+                            env: prepared.env,
+                            uses: prepared.uses,
                             phase: watch::channel(Phase::Idle(None)).0,
                             restarts: AtomicU32::new(0),
                         })
@@ -338,6 +344,7 @@ impl Supervisor {
             spec: &slot.spec,
             root: &slot.root,
             binary: &slot.binary,
+            env: &slot.env,
             sandbox: &self.inner.sandbox,
             start_timeout: self.inner.config.start_timeout,
             request_timeout: self.inner.config.request_timeout,
@@ -511,14 +518,30 @@ impl Supervisor {
                     self.display(&slot.root),
                     slot.binary.display()
                 ));
+                if !slot.uses.is_empty() {
+                    out.push_str(&format!("  uses {}\n", slot.uses));
+                }
             }
         }
+        let toolchain = self.inner.config.toolchain;
+        out.push_str(&format!(
+            "\nToolchains: {}{}.\n",
+            toolchain.why(),
+            if toolchain.outside_only() {
+                format!(
+                    " (each server gets an interpreter, TypeScript or toolchain found outside the checkout); for the project's own, {}",
+                    toolchain.remedy()
+                )
+            } else {
+                String::new()
+            }
+        ));
         out.push_str(
             "\nThe table (a server starts only when a root marker AND its binary are present):\n",
         );
         let root = self.inner.workspace.clone();
-        let specs = self.inner.config.servers.clone();
-        let lines = tokio::task::spawn_blocking(move || table_status(&root, &specs))
+        let config = self.inner.config.clone();
+        let lines = tokio::task::spawn_blocking(move || table_status(&root, &config))
             .await
             .unwrap_or_default();
         out.push_str(&lines);
@@ -551,7 +574,8 @@ impl Supervisor {
 }
 
 /// One line per table entry: binary found or not, markers found or not.
-fn table_status(workspace: &Path, specs: &[ServerSpec]) -> String {
+fn table_status(workspace: &Path, config: &Config) -> String {
+    let specs = &config.servers;
     let all_markers: HashSet<&str> = specs
         .iter()
         .flat_map(|s| s.program.root_markers.iter().map(String::as_str))
@@ -576,7 +600,17 @@ fn table_status(workspace: &Path, specs: &[ServerSpec]) -> String {
             .map(|(dir, _)| dir.clone())
             .unwrap_or_else(|| workspace.to_path_buf());
         let binary = match spec.program.resolve_binary(workspace, &root) {
-            Ok(path) => format!("binary {}", path.display()),
+            Ok(path) => match config.prepare(spec, workspace, &root, &path) {
+                Ok(prepared) if prepared.uses.is_empty() => {
+                    format!("binary {}", prepared.binary.display())
+                }
+                Ok(prepared) => format!(
+                    "binary {}, uses {}",
+                    prepared.binary.display(),
+                    prepared.uses
+                ),
+                Err(why) => format!("binary {}, NOT USABLE: {why}", path.display()),
+            },
             Err(no) if no.unusable.is_empty() => format!(
                 "MISSING binary `{}` (looked in {})",
                 spec.program.binaries.join("` / `"),

@@ -15,7 +15,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::capture::Capture;
-use crate::child::{Command, describe_exit};
+use crate::child::{Command, Stdout, describe_exit};
 use crate::sandbox::{Mode, Policy, Sandbox};
 
 /// Where a binary was looked for, for a message that says so.
@@ -27,6 +27,9 @@ pub const SEARCHED_OUTSIDE: &str = "PATH (the project's own node_modules/.bin, .
 
 /// How long a binary's probe may run before the binary counts as unusable.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most of a probe's stdout kept: a version line or a path.
+const ANSWER_BYTES: usize = 16 * 1024;
 
 /// A program a family runs for a project, and how it is found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -251,9 +254,19 @@ fn is_executable(path: &Path) -> bool {
 /// life of the process: resolution happens on every call that touches a
 /// file, and a probe costs a process start.
 fn probe(binary: &Path, args: &[String]) -> Result<(), String> {
-    type Cache = Mutex<HashMap<(PathBuf, Vec<String>), Result<(), String>>>;
-    static PROBED: OnceLock<Cache> = OnceLock::new();
-    let cache = PROBED.get_or_init(Cache::default);
+    answer(binary, args).map(drop)
+}
+
+/// What `binary args` prints on stdout, run as a probe is (confined
+/// read-only, from `/`, bounded by [`PROBE_TIMEOUT`]) and asked once per
+/// binary and arguments for the life of the process: for a family that
+/// must learn where a program's real toolchain is (`rustup which
+/// rust-analyzer`, an interpreter's `sys.executable`) without letting a
+/// checkout's settings choose it. An error says why it did not answer.
+pub fn answer(binary: &Path, args: &[String]) -> Result<String, String> {
+    type Cache = Mutex<HashMap<(PathBuf, Vec<String>), Result<String, String>>>;
+    static ASKED: OnceLock<Cache> = OnceLock::new();
+    let cache = ASKED.get_or_init(Cache::default);
     let key = (binary.to_path_buf(), args.to_vec());
     let lock = || cache.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(known) = lock().get(&key) {
@@ -265,10 +278,10 @@ fn probe(binary: &Path, args: &[String]) -> Result<(), String> {
 }
 
 /// Runs `binary args` with no input and decides by its exit: 0 within
-/// `timeout` is usable, anything else is not, said with the first lines
-/// of its error. Resolution is synchronous (and called from async code),
+/// `timeout` is usable (and its stdout is the answer), anything else is
+/// not, said with the first lines of its error. Resolution is synchronous (and called from async code),
 /// so the probe runs on a thread of its own with a runtime of its own.
-fn run_probe(binary: &Path, args: &[String], timeout: Duration) -> Result<(), String> {
+fn run_probe(binary: &Path, args: &[String], timeout: Duration) -> Result<String, String> {
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
@@ -301,12 +314,15 @@ fn probe_sandbox() -> &'static Sandbox {
     })
 }
 
-async fn probe_once(binary: &Path, args: &[String], timeout: Duration) -> Result<(), String> {
+async fn probe_once(binary: &Path, args: &[String], timeout: Duration) -> Result<String, String> {
     let mut command = Command::new(binary, probe_sandbox());
     // Outside every workspace: a program that reads its settings from
     // where it runs (a rustup proxy's `rust-toolchain.toml`, Python's
     // current directory on `sys.path`) finds none of a checkout's.
-    command.args(args).current_dir("/");
+    command.args(args).current_dir("/").stdout(Stdout::Capture {
+        head: ANSWER_BYTES,
+        tail: 0,
+    });
     let shown = format!("`{}`", command.shown());
     let child = command
         .spawn()
@@ -316,6 +332,9 @@ async fn probe_once(binary: &Path, args: &[String], timeout: Duration) -> Result
     // leader, killed, is reaped within a moment (or by the drop).
     child.kill_group();
     let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
+    if let Some(output) = child.output() {
+        let _ = tokio::time::timeout(Duration::from_secs(1), output.finished()).await;
+    }
     let said = match child.stderr() {
         Some(stderr) => {
             // Only a helper that left the group could still hold the pipe.
@@ -330,7 +349,14 @@ async fn probe_once(binary: &Path, args: &[String], timeout: Duration) -> Result
         format!(": {said}")
     };
     match status {
-        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) if status.success() => Ok(child
+            .output()
+            .map(|output| {
+                String::from_utf8_lossy(output.lock().head())
+                    .trim()
+                    .to_string()
+            })
+            .unwrap_or_default()),
         Ok(Ok(status)) => Err(format!("{shown} {}{said}", describe_exit(status))),
         Ok(Err(e)) => Err(format!("{shown} could not be waited for: {e}")),
         Err(_) => Err(format!(

@@ -40,18 +40,30 @@ pub fn trust(root: &Path, state: &Path) {
 
 /// [`session`] through `command` (from [`gantry`], with what a test adds).
 pub fn session_with(command: Command, root: &Path, requests: &[Value]) -> Vec<Value> {
-    session_knowing_pid(command, root, |_| requests.to_vec())
+    session_on(command, root, &[], |_| requests.to_vec())
 }
 
 /// [`session_with`], the requests made knowing the process id of Gantry
 /// (for a command that tries to reach it).
 pub fn session_knowing_pid(
+    command: Command,
+    root: &Path,
+    requests: impl FnOnce(u32) -> Vec<Value>,
+) -> Vec<Value> {
+    session_on(command, root, &[], requests)
+}
+
+/// [`session_with`] on a surface given by `surface` (`["--tier", "read"]`),
+/// the requests made knowing the process id of Gantry.
+pub fn session_on(
     mut command: Command,
     root: &Path,
+    surface: &[&str],
     requests: impl FnOnce(u32) -> Vec<Value>,
 ) -> Vec<Value> {
     let mut child = command
         .args(["session", "--approval", "yolo"])
+        .args(surface)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
