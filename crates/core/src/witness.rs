@@ -188,6 +188,13 @@ impl crate::Resource for SettingsWitness {
         "settings witness".into()
     }
 
+    fn status(&self) -> String {
+        format!(
+            "a watch on {SETTINGS_FILE}: if it changes while this run's commands run, its trust \
+             is withheld until you confirm it with `gantry trust`"
+        )
+    }
+
     async fn shutdown(&self) {
         self.end();
     }
