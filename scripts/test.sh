@@ -8,6 +8,7 @@
 #   GANTRY_SKIP_CONFORMANCE=1  the official MCP conformance suite
 #   GANTRY_SKIP_DAP=1          the tests that drive real debug adapters
 #   GANTRY_SKIP_SANDBOX=1      the tests that need the kernel's Landlock (ABI 4)
+#   GANTRY_SKIP_GEMINI=1       the test that drives Gemini CLI over HTTP
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,8 @@ skipped=()
   skipped+=("GANTRY_SKIP_DAP=1: the tests that drive real debug adapters (crates/dap/tests: debugpy, lldb-dap, delve)")
 [ "${GANTRY_SKIP_CONFORMANCE:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_CONFORMANCE=1: the MCP conformance suite (tests/e2e/test_conformance.py)")
+[ "${GANTRY_SKIP_GEMINI:-}" = 1 ] &&
+  skipped+=("GANTRY_SKIP_GEMINI=1: Gemini CLI driving gantry mcp --http (tests/e2e/test_gemini_cli.py)")
 [ "${GANTRY_SKIP_SANDBOX:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_SANDBOX=1: the tests that confine real commands with Landlock and seccomp (crates/process/tests/sandbox.rs, crates/shell/tests/sandbox.rs and unreaped.rs, crates/cli/tests/sandbox.rs, crates/kernel/tests/sandbox.rs)")
 say_skipped() {
@@ -55,6 +58,11 @@ scripts/install-discovery.sh
 if [ "${GANTRY_SKIP_CONFORMANCE:-}" != 1 ]; then
   GANTRY_CONFORMANCE_BIN="$(scripts/install-conformance.sh)"
   export GANTRY_CONFORMANCE_BIN
+fi
+# Gemini CLI, a real MCP client driven over streamable HTTP.
+if [ "${GANTRY_SKIP_GEMINI:-}" != 1 ]; then
+  GANTRY_GEMINI_BIN="$(scripts/install-gemini-cli.sh)"
+  export GANTRY_GEMINI_BIN
 fi
 
 # --- the suite -----------------------------------------------------------------

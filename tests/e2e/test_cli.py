@@ -44,7 +44,12 @@ def test_call_errors_exit_nonzero_with_the_message(workspace: Path):
     assert bad.returncode == 1
     assert 'offset: expected integer >= 1, got "abc"' in bad.stderr
     not_json = gantry(workspace, "call", "ls", "{nope")
-    assert not_json.returncode == 2 and "not valid JSON" in not_json.stderr
+    assert not_json.returncode == 2 and "not JSON" in not_json.stderr
+    # A bare value where the JSON object goes: the expected form, with the
+    # tool's own first parameter.
+    bare = gantry(workspace, "call", "read_file", "app.py")
+    assert bare.returncode == 2
+    assert """gantry call read_file '{"path": "app.py"}'""" in bare.stderr, bare.stderr
     hidden = gantry(workspace, "call", "shell", '{"command": "true"}', "--tier", "read")
     assert hidden.returncode == 1 and "limited to read tools" in hidden.stderr
     assert "tool `shell` is an exec tool" in hidden.stderr, hidden.stderr
@@ -137,6 +142,27 @@ def test_tools_and_status(workspace: Path):
     assert status.returncode == 0
     assert "tools wired" in status.stdout
     assert "ask_user:" in status.stdout and "no person is wired" in status.stdout
+
+
+def test_a_newcomers_first_minutes(workspace: Path):
+    """What `--help`, `gantry tools` and `gantry status` say to someone new."""
+    mcp_help = gantry(workspace, "mcp", "--help").stdout
+    assert "Default: client" in mcp_help, mcp_help
+    assert "one run per MCP session (on protocol 2026-07-28, one per bearer token)" in gantry(workspace, "--help").stdout
+    # The tools absent here, and why, in one line.
+    listing = gantry(workspace, "tools").stdout
+    absent = [line for line in listing.splitlines() if "ask_user" in line or "vibe_spawn" in line]
+    assert len(absent) == 1, listing
+    assert "ask_user (no person is wired to this run)" in absent[0], absent
+    assert "vibe_kill, vibe_list, vibe_send, vibe_spawn, vibe_wait (worker mode is off)" in absent[0], absent
+    status = gantry(workspace, "status").stdout
+    # Said once, where it belongs: how to configure a worker tier.
+    assert status.count("add a `workers` section") == 1, status
+    assert "vibe_kill, vibe_list, vibe_send, vibe_spawn, vibe_wait: worker mode is off" in status, status
+    assert "shows how to configure" not in status, status
+    assert "settings witness" not in status and "resource:" not in status, status
+    ask = next(line for line in status.splitlines() if line.strip().startswith("ask_user:"))
+    assert "assumption" not in ask, ask
 
 
 def test_bad_settings_are_reported_with_file_line_and_column(workspace: Path):

@@ -153,6 +153,18 @@ async def test_confirmation_under_default_approval(workspace: Path):
     assert not (workspace / "nobody.txt").exists()
 
 
+async def test_a_shell_description_is_shown_in_the_confirmation(workspace: Path):
+    """Qwen Code and the seed tool set give `shell` a `description`: a label
+    for the person, shown with the command when they are asked, and no
+    "ignored" note to the model."""
+    seen: list = []
+    async with legacy_session(workspace, "--approval", "default", elicitation=answer_with("accept", {"approve": True}, seen)) as session:
+        result = await session.call_tool("shell", {"command": "echo labelled", "description": "Check the label"})
+        assert not result.is_error, text_of(result)
+        assert "labelled" in text_of(result) and "ignored" not in text_of(result)
+    assert "Check the label (run: echo labelled)" in seen[0].message, seen[0].message
+
+
 async def test_modern_client_elicits_by_input_required_round_trip(workspace: Path):
     """`mcp.Client` in auto mode negotiates 2026-07-28, where the server may
     not send requests; questions come back as input-required results and the

@@ -56,7 +56,7 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
     if !builder.has_human() {
         return builder.withhold(
             "ask_user",
-            "no person is wired to this run (over MCP the client did not declare elicitation; on the command line stdin or stderr is not a terminal). Decide under a stated assumption instead",
+            "no person is wired to this run (over MCP the client did not declare elicitation; on the command line stdin or stderr is not a terminal)",
         );
     }
     let settings: AskSettings = builder

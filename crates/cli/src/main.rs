@@ -44,7 +44,9 @@ struct SurfaceArgs {
     /// Highest tier of tools shown: read, write or exec.
     #[arg(long, default_value = "exec")]
     tier: Tier,
-    /// When Gantry asks before running a tool: client, default, auto-edit, yolo, plan.
+    /// When Gantry asks before running a tool: client, default, auto-edit,
+    /// yolo, plan. Default: client (Gantry asks no one; an MCP client asks
+    /// its user as it does for its own tools, guided by their annotations).
     #[arg(long)]
     approval: Option<ApprovalMode>,
 }
@@ -57,7 +59,8 @@ impl SurfaceArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve MCP on stdio (or streamable HTTP with --http): one session, one run.
+    /// Serve MCP on stdio (or streamable HTTP with --http): one run per MCP
+    /// session (on protocol 2026-07-28, one per bearer token).
     Mcp {
         #[command(flatten)]
         surface: SurfaceArgs,
@@ -327,16 +330,23 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             surface,
             json,
         } => {
-            let args: Value = match args.as_deref() {
-                None => json!({}),
-                Some(text) => serde_json::from_str(text)
-                    .with_context(|| format!("the arguments are not valid JSON: {text}"))?,
-            };
             let run = gantry_assembly::build_run(
                 &config(surface.surface(ApprovalMode::Client)),
                 interactive(),
             )
             .await?;
+            let args: Value = match args.as_deref().map(serde_json::from_str).transpose() {
+                Ok(args) => args.unwrap_or_else(|| json!({})),
+                Err(error) => {
+                    let text = args.unwrap_or_default();
+                    let example = example_call(&run, &tool, &text);
+                    run.shutdown().await;
+                    anyhow::bail!(
+                        "the arguments are not JSON ({error}): {text}\n\
+                         give them as a JSON object, quoted for the shell: {example}"
+                    );
+                }
+            };
             let outcome = run.call(&tool, args).await;
             run.shutdown().await;
             Ok(print_call(outcome, json))
@@ -578,7 +588,41 @@ fn print_tools(run: &Run, json: bool) -> anyhow::Result<()> {
             tool.tier.as_str()
         )?;
     }
+    let absent: Vec<String> = withheld_by_reason(run)
+        .into_iter()
+        .map(|(names, reason)| format!("{} ({})", names.join(", "), headline(&reason)))
+        .collect();
+    if !absent.is_empty() {
+        writeln!(
+            out,
+            "\nnot here: {}; `gantry status` says why and how to wire them",
+            absent.join("; ")
+        )?;
+    }
     Ok(())
+}
+
+/// The tools withheld from `run`, grouped by their reason (the five of
+/// worker mode share one), in name order.
+fn withheld_by_reason(run: &Run) -> Vec<(Vec<String>, String)> {
+    let mut groups: Vec<(Vec<String>, String)> = Vec::new();
+    for (name, reason) in run.registry().withheld() {
+        match groups.iter_mut().find(|(_, r)| r == reason) {
+            Some((names, _)) => names.push(name.to_string()),
+            None => groups.push((vec![name.to_string()], reason.to_string())),
+        }
+    }
+    groups
+}
+
+/// A reason's first words, before its first colon or parenthesis: "worker
+/// mode is off", "no person is wired to this run".
+fn headline(reason: &str) -> &str {
+    reason
+        .split([':', '(', ';'])
+        .next()
+        .unwrap_or(reason)
+        .trim()
 }
 
 fn print_call(outcome: Result<ToolResult, CallError>, json: bool) -> std::process::ExitCode {
@@ -600,6 +644,26 @@ fn print_call(outcome: Result<ToolResult, CallError>, json: bool) -> std::proces
             }
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// `gantry call TOOL '{...}'` with `text` as the value of the tool's first
+/// required parameter, for someone who wrote `gantry call read_file app.py`.
+fn example_call(run: &Run, tool: &str, text: &str) -> String {
+    let first_required = run
+        .tools()
+        .into_iter()
+        .find(|listing| listing.name == tool)
+        .and_then(|listing| {
+            listing.input_schema["required"][0]
+                .as_str()
+                .map(String::from)
+        });
+    match first_required {
+        Some(name) => format!("gantry call {tool} '{{{}: {}}}'", json!(name), json!(text)),
+        None => format!(
+            "gantry call {tool} '{{\"name\": \"value\"}}' (`gantry tools --json` lists its parameters)"
+        ),
     }
 }
 
@@ -706,16 +770,16 @@ fn print_status(run: &Run) -> std::io::Result<()> {
             writeln!(out, "  {tier:5}  {}", names.join(", "))?;
         }
     }
-    let registry = run.registry();
-    let withheld: Vec<_> = registry.withheld().collect();
+    let withheld = withheld_by_reason(run);
     if !withheld.is_empty() {
         writeln!(out, "\nnot wired here:")?;
-        for (name, reason) in withheld {
-            writeln!(out, "  {name}: {reason}")?;
+        for (names, reason) in withheld {
+            writeln!(out, "  {}: {reason}", names.join(", "))?;
         }
     }
+    writeln!(out, "\nheld by this run (ended with it):")?;
     for line in run.resource_status() {
-        writeln!(out, "resource: {line}")?;
+        writeln!(out, "  {line}")?;
     }
     Ok(())
 }

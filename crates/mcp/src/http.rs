@@ -16,12 +16,16 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use rmcp::model::{ClientRequest, ProtocolVersion};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use crate::jsonrpc::{
+    INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, Verdict, error_message, invalid_params,
+    judge,
+};
 use crate::server::{Credential, GantryServer, RunFactory, Shared, StatelessRuns};
-use crate::stdio::{INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERROR, recover_id};
 
 /// How the HTTP front end is exposed.
 #[derive(Debug, Clone)]
@@ -107,7 +111,7 @@ pub async fn serve_http(factory: RunFactory, options: HttpOptions) -> anyhow::Re
     let tokens = Arc::new(tokens);
     let app = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(middleware::from_fn(check_message))
+        .layer(middleware::from_fn(guard))
         .layer(middleware::from_fn(move |request: Request, next: Next| {
             let tokens = tokens.clone();
             async move { check_bearer(&tokens, request, next).await }
@@ -163,89 +167,177 @@ fn generated_token_notice(url: &str, token: &str) -> String {
     )
 }
 
-/// Answers a POST whose body is not a message rmcp would take with the
-/// JSON-RPC error it deserves (rmcp itself answers `415` in plain text, or
-/// asks an `initialize` without params for a session id): `400` with
-/// `-32700` for a body that is not JSON, `-32600` for a batch or a message
-/// of the wrong shape, `-32602` for an `initialize` without params. A
-/// body over the size limit is `413` with `-32600`.
-async fn check_message(request: Request, next: Next) -> Response {
-    if request.method() != axum::http::Method::POST {
-        return next.run(request).await;
-    }
-    let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            return rpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                serde_json::Value::Null,
-                INVALID_REQUEST,
-                format!(
-                    "message over the {} MiB limit",
-                    MAX_MESSAGE_BYTES / (1024 * 1024)
-                ),
-            );
-        }
-    };
-    let refusal = match serde_json::from_slice::<serde_json::Value>(&bytes) {
-        Err(error) => Some((
-            recover_id(&bytes),
-            PARSE_ERROR,
-            format!("parse error: {error}"),
-        )),
-        Ok(serde_json::Value::Array(_)) => Some((
-            serde_json::Value::Null,
-            INVALID_REQUEST,
-            "batches are not supported: send one JSON-RPC message per request".to_string(),
-        )),
-        Ok(serde_json::Value::Object(message)) => {
-            let id = message.get("id").cloned().unwrap_or_default();
-            match message.get("method") {
-                Some(serde_json::Value::String(method))
-                    if method == "initialize"
-                        && !message.get("params").is_some_and(|p| p.is_object()) =>
-                {
-                    Some((
-                        id,
-                        INVALID_PARAMS,
-                        "invalid params for `initialize`: expected an object with \
-                         `protocolVersion`, `capabilities` and `clientInfo`"
-                            .to_string(),
-                    ))
-                }
-                Some(serde_json::Value::String(_)) => None,
-                _ if message.contains_key("result") || message.contains_key("error") => None,
-                _ => Some((
-                    id,
+/// The JSON-RPC face of the HTTP front end, for every request: a POST
+/// whose body is not a message rmcp would take is answered here, as stdio
+/// answers it ([`judge`]: rmcp itself answers wrong-type `params` with
+/// `415` in plain text, and an `initialize` without params by asking for
+/// a session id); a refusal rmcp writes in plain text (wrong content type,
+/// `Accept`, method, an unknown session) gets a JSON-RPC error body; and
+/// an event stream to a client of a revision before 2025-11-25 loses
+/// rmcp's resumability priming events ([`without_priming`]).
+async fn guard(request: Request, next: Next) -> Response {
+    let mut revision = header_revision(request.headers());
+    let (request, id) = if request.method() == axum::http::Method::POST {
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await {
+            Ok(bytes) => bytes,
+            Err(_) => {
+                return rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    serde_json::Value::Null,
                     INVALID_REQUEST,
-                    "invalid request: a request needs a string `method`".to_string(),
-                )),
+                    &format!(
+                        "message over the {} MiB limit",
+                        MAX_MESSAGE_BYTES / (1024 * 1024)
+                    ),
+                );
             }
-        }
-        Ok(_) => Some((
-            serde_json::Value::Null,
-            INVALID_REQUEST,
-            "a JSON-RPC message must be a JSON object".to_string(),
-        )),
+        };
+        let request = match judge(&bytes) {
+            Verdict::Deliver(message) => match *message {
+                rmcp::model::JsonRpcMessage::Request(request) => {
+                    match &request.request {
+                        ClientRequest::InitializeRequest(initialize) => {
+                            revision = initialize.params.protocol_version.to_string();
+                        }
+                        ClientRequest::CustomRequest(custom) if custom.method == "initialize" => {
+                            return rpc_error(
+                                StatusCode::BAD_REQUEST,
+                                serde_json::to_value(&request.id).unwrap_or_default(),
+                                INVALID_PARAMS,
+                                &invalid_params("initialize").unwrap_or_default(),
+                            );
+                        }
+                        _ => {}
+                    }
+                    (Some(request.id), bytes)
+                }
+                _ => (None, bytes),
+            },
+            Verdict::Refuse { id, code, message } => {
+                tracing::debug!(code, %message, "answering a malformed message");
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    id.unwrap_or_default(),
+                    code,
+                    &message,
+                );
+            }
+        };
+        let (id, bytes) = request;
+        (Request::from_parts(parts, bytes.into()), id)
+    } else {
+        (request, None)
     };
-    match refusal {
-        Some((id, code, message)) => rpc_error(StatusCode::BAD_REQUEST, id, code, message),
-        None => next.run(Request::from_parts(parts, bytes.into())).await,
+    let response = next.run(request).await;
+    let id = id
+        .and_then(|id| serde_json::to_value(id).ok())
+        .unwrap_or_default();
+    let response = as_json_rpc_error(response, id).await;
+    if revision.as_str() < ProtocolVersion::V_2025_11_25.as_str() {
+        without_priming(response)
+    } else {
+        response
     }
 }
 
+/// The revision a request after the handshake speaks: its
+/// `MCP-Protocol-Version` header, absent meaning 2025-03-26 (as the
+/// 2025-06-18 revision says a server must assume).
+fn header_revision(headers: &axum::http::HeaderMap) -> String {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or(ProtocolVersion::V_2025_03_26.as_str())
+        .to_string()
+}
+
+/// A refusal rmcp answered in plain text, as a JSON-RPC error (`-32600`,
+/// with rmcp's words and the request's id when there was one), so that a
+/// client's JSON-RPC layer can read every answer it gets.
+async fn as_json_rpc_error(response: Response, id: serde_json::Value) -> Response {
+    let status = response.status();
+    let json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
+        .unwrap_or_default();
+    let text = if text.is_empty() {
+        status.canonical_reason().unwrap_or("refused").to_string()
+    } else {
+        text
+    };
+    let mut refusal = rpc_error(status, id, INVALID_REQUEST, &text);
+    for (name, value) in &parts.headers {
+        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+            refusal.headers_mut().insert(name, value.clone());
+        }
+    }
+    refusal
+}
+
+/// An event stream without the events whose data is empty: the priming
+/// events of protocol 2025-11-25's resumability (SEP-1699), which rmcp's
+/// server sends on every stream whatever revision was negotiated. A client
+/// of an earlier revision may parse every event's data as JSON (Gemini
+/// CLI's MCP library does, and then drops the server as disconnected).
+/// rmcp writes each event as one frame ending in a blank line; events are
+/// cut at blank lines here all the same, so a frame boundary anywhere
+/// keeps every other event whole. Keep-alive comments pass.
+fn without_priming(response: Response) -> Response {
+    use futures_util::StreamExt;
+    let event_stream = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !event_stream {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let mut pending = Vec::new();
+    let events = body
+        .into_data_stream()
+        .map(move |chunk| {
+            chunk.map(|bytes| {
+                pending.extend_from_slice(&bytes);
+                let mut kept = Vec::new();
+                while let Some(end) = memchr::memmem::find(&pending, b"\n\n") {
+                    let event: Vec<u8> = pending.drain(..end + 2).collect();
+                    if !is_priming(&event) {
+                        kept.extend_from_slice(&event);
+                    }
+                }
+                axum::body::Bytes::from(kept)
+            })
+        })
+        .filter(|chunk| std::future::ready(chunk.as_ref().map_or(true, |b| !b.is_empty())));
+    Response::from_parts(parts, axum::body::Body::from_stream(events))
+}
+
+/// Whether one server-sent event carries `data` fields that are all empty.
+fn is_priming(event: &[u8]) -> bool {
+    let mut data = event
+        .split(|b| *b == b'\n')
+        .filter_map(|line| line.strip_prefix(b"data:"))
+        .peekable();
+    data.peek().is_some() && data.all(|value| value.trim_ascii().is_empty())
+}
+
 /// A JSON-RPC error as an HTTP response.
-fn rpc_error(status: StatusCode, id: serde_json::Value, code: i64, message: String) -> Response {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": code, "message": message},
-    });
+fn rpc_error(status: StatusCode, id: serde_json::Value, code: i64, message: &str) -> Response {
     (
         status,
         [(axum::http::header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
+        error_message(id, code, message).to_string(),
     )
         .into_response()
 }
@@ -276,8 +368,7 @@ async fn check_bearer(tokens: &[String], mut request: Request, next: Next) -> Re
             serde_json::Value::Null,
             INVALID_REQUEST,
             "missing or wrong bearer token: send the header `Authorization: Bearer <token>` \
-             with a token this server was given, or the one it printed at start"
-                .to_string(),
+             with a token this server was given, or the one it printed at start",
         );
         refusal.headers_mut().insert(
             axum::http::header::WWW_AUTHENTICATE,

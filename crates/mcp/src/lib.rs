@@ -15,6 +15,7 @@
 
 mod http;
 mod human;
+mod jsonrpc;
 mod server;
 mod stdio;
 

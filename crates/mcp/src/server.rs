@@ -14,10 +14,10 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
     CustomRequest, CustomResult, Implementation, InitializeRequestParams, InitializeResult,
     InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
 };
 use rmcp::model::{RequestStateCodec, SealOptions};
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
@@ -224,6 +224,17 @@ impl GantryServer {
     /// The session's run, built at the first request that tells what the
     /// client can do; for a stateless request, its credential's run.
     async fn run(&self, context: &RequestContext<RoleServer>) -> Result<Run, McpError> {
+        self.run_of(context, is_modern(context)).await
+    }
+
+    /// [`Self::run`] for a request known to be of the 2026-07-28 lifecycle
+    /// (`modern`) or of the handshake's: an `initialize` is always the
+    /// latter, whatever version it asks for.
+    async fn run_of(
+        &self,
+        context: &RequestContext<RoleServer>,
+        modern: bool,
+    ) -> Result<Run, McpError> {
         let start = |human: Option<Arc<dyn Human>>| async move {
             let run = (self.shared.factory)(human).await.map_err(|e| {
                 McpError::internal_error(format!("cannot start the run: {e:#}"), None)
@@ -232,7 +243,7 @@ impl GantryServer {
             Ok::<Run, McpError>(run)
         };
         if let Some(runs) = &self.shared.stateless
-            && is_modern(context)
+            && modern
         {
             let credential = context
                 .extensions
@@ -258,10 +269,14 @@ impl GantryServer {
                         .then(|| Arc::new(PeerHuman::new(context.peer.clone())) as Arc<dyn Human>),
                 )
                 .await?;
-                tokio::spawn(announce_tool_changes(
-                    run.tools_changed(),
-                    context.peer.clone(),
-                ));
+                // From 2026-07-28 on, changes reach a client only on the
+                // `subscriptions/listen` streams it opens (`listen`).
+                if !modern {
+                    tokio::spawn(announce_tool_changes(
+                        run.tools_changed(),
+                        context.peer.clone(),
+                    ));
+                }
                 Ok::<Run, McpError>(run)
             })
             .await?;
@@ -269,9 +284,9 @@ impl GantryServer {
     }
 }
 
-/// Tells the session's client each time the run's tools change (a family
-/// added or removed some at run time), until the run or the connection
-/// ends.
+/// Tells the session's client (of a revision before 2026-07-28) each time
+/// the run's tools change (a family added or removed some at run time),
+/// until the run or the connection ends.
 async fn announce_tool_changes(
     mut changed: tokio::sync::watch::Receiver<u64>,
     peer: rmcp::Peer<RoleServer>,
@@ -365,10 +380,15 @@ fn progress_sink(context: &RequestContext<RoleServer>) -> Option<ProgressSink> {
 
 impl ServerHandler for GantryServer {
     fn get_info(&self) -> ServerConfig {
+        // Prompts and resources are declared, and served as empty lists,
+        // because clients probe them at every start: an error for each
+        // probe would be noise in both logs.
         let mut info = InitializeResult::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_resources()
                 .build(),
         );
         info.server_info = Implementation::new("gantry", env!("CARGO_PKG_VERSION"));
@@ -384,7 +404,7 @@ impl ServerHandler for GantryServer {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
-        self.run(&context).await?;
+        self.run_of(&context, false).await?;
         self.negotiate_initialize(&request)
     }
 
@@ -491,6 +511,35 @@ impl ServerHandler for GantryServer {
         }
     }
 
+    /// `subscriptions/listen` (2026-07-28) carries tool-list changes, the
+    /// only change Gantry has to tell.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// Sends `notifications/tools/list_changed` on the stream each time
+    /// the run's tools change, until the client cancels the request (or
+    /// goes away) or the run ends; an ended run closes the stream with the
+    /// final result, so the client knows to listen again.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        let run = self.run(subscription.request_context()).await?;
+        let mut changed = run.tools_changed();
+        drop(run);
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                change = changed.changed() => {
+                    if change.is_err() || subscription.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
     /// rmcp hands over as "custom" a request of a standard method whose
     /// params did not fit its type (`tools/call` with no params, `params:
     /// null`, `"arguments": "x"`): that is bad params (-32602), said with
@@ -501,21 +550,8 @@ impl ServerHandler for GantryServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
         let method = request.method.as_str();
-        let expected = match method {
-            "tools/call" => Some(
-                "an object with `name` (the tool, a string) and `arguments` (an object of its parameters)",
-            ),
-            "initialize" => {
-                Some("an object with `protocolVersion`, `capabilities` and `clientInfo`")
-            }
-            "tools/list" | "ping" => Some("an object, or no params"),
-            _ => None,
-        };
-        Err(match expected {
-            Some(expected) => McpError::invalid_params(
-                format!("invalid params for `{method}`: expected {expected}"),
-                None,
-            ),
+        Err(match crate::jsonrpc::invalid_params(method) {
+            Some(message) => McpError::invalid_params(message, None),
             None => McpError::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 format!("method `{method}` is not served here"),

@@ -14,21 +14,16 @@ use std::sync::Arc;
 
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
 
-/// The largest message read, as rmcp's own transports: past it a line is
-/// skipped to its end and answered with an error, never buffered.
-pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+use crate::jsonrpc::{
+    INVALID_REQUEST, MAX_MESSAGE_BYTES, Verdict, error_message, judge, recover_id,
+};
 
 /// How much of an oversized line is kept to find its id in.
 const KEPT_PREFIX: usize = 4096;
-
-/// JSON-RPC's error codes.
-pub(crate) const PARSE_ERROR: i64 = -32700;
-pub(crate) const INVALID_REQUEST: i64 = -32600;
-pub(crate) const INVALID_PARAMS: i64 = -32602;
 
 /// A line being read: its bytes so far, or, past the limit, its length
 /// and the first bytes kept.
@@ -107,11 +102,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StdioTransport<R, W> {
         message: String,
     ) -> std::io::Result<()> {
         tracing::debug!(code, %message, "answering a malformed message");
-        let reply = json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "error": {"code": code, "message": message},
-        });
+        let reply = error_message(id, code, &message);
         Self::write(writer, reply.to_string().into_bytes()).await
     }
 }
@@ -143,21 +134,31 @@ where
                     return None;
                 }
             };
+            let line_bytes = line.bytes.strip_suffix(b"\r").unwrap_or(&line.bytes);
             let verdict = match line.oversized {
-                Some(total) => Verdict::Answer(
-                    recover_id(&line.bytes),
-                    INVALID_REQUEST,
-                    format!(
+                Some(total) => Verdict::Refuse {
+                    id: Some(recover_id(&line.bytes)),
+                    code: INVALID_REQUEST,
+                    message: format!(
                         "message of {total} bytes is over the {} MiB limit; nothing of it was read",
                         MAX_MESSAGE_BYTES / (1024 * 1024)
                     ),
-                ),
-                None => judge(&line.bytes),
+                },
+                None if line_bytes.iter().all(u8::is_ascii_whitespace) => continue,
+                None => judge(line_bytes),
             };
             match verdict {
                 Verdict::Deliver(message) => return Some(*message),
-                Verdict::Skip => continue,
-                Verdict::Answer(id, code, message) => {
+                Verdict::Refuse {
+                    id: None, message, ..
+                } => {
+                    tracing::debug!(%message, "ignoring a malformed message that takes no answer");
+                }
+                Verdict::Refuse {
+                    id: Some(id),
+                    code,
+                    message,
+                } => {
                     let writer = self.writer.clone();
                     if Self::answer(&writer, id, code, message).await.is_err() {
                         return None;
@@ -169,192 +170,5 @@ where
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.writer.lock().await.shutdown().await
-    }
-}
-
-/// What to do with one line.
-enum Verdict {
-    /// A message for the service.
-    Deliver(Box<RxJsonRpcMessage<RoleServer>>),
-    /// Nothing to do (a blank line, a notification we do not know).
-    Skip,
-    /// Reply with this id, error code and message.
-    Answer(Value, i64, String),
-}
-
-/// Parses one line, and when it is not a message the service takes, says
-/// which error answers it.
-fn judge(line: &[u8]) -> Verdict {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return Verdict::Skip;
-    }
-    let typed_error = match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
-        Ok(message) => return Verdict::Deliver(Box::new(message)),
-        Err(error) => error,
-    };
-    let value: Value = match serde_json::from_slice(line) {
-        Ok(value) => value,
-        Err(error) => {
-            return Verdict::Answer(
-                recover_id(line),
-                PARSE_ERROR,
-                format!("parse error: {error}"),
-            );
-        }
-    };
-    let Value::Object(object) = &value else {
-        return Verdict::Answer(
-            Value::Null,
-            INVALID_REQUEST,
-            if value.is_array() {
-                "batches are not supported: send one JSON-RPC message per line".to_string()
-            } else {
-                "a JSON-RPC message must be a JSON object".to_string()
-            },
-        );
-    };
-    let id = object.get("id").cloned();
-    let method = object.get("method").and_then(Value::as_str);
-    match (method, id) {
-        // A notification is never answered, whatever is wrong with it.
-        (Some(_), None) => Verdict::Skip,
-        // A response of the client's we could not read: nothing to answer.
-        (None, _) if object.contains_key("result") || object.contains_key("error") => {
-            tracing::warn!("ignoring a malformed response from the client: {typed_error}");
-            Verdict::Skip
-        }
-        (None, id) => Verdict::Answer(
-            id.unwrap_or(Value::Null),
-            INVALID_REQUEST,
-            "invalid request: a request needs a string `method`".to_string(),
-        ),
-        (Some(method), Some(id)) => Verdict::Answer(
-            id,
-            INVALID_PARAMS,
-            format!("invalid params for `{method}`: {typed_error}"),
-        ),
-    }
-}
-
-/// The `id` of a top-level JSON object in `bytes` (which may be cut short
-/// or too deep to parse), found by a scan that tracks strings and depth:
-/// a number or string value, else `null`.
-pub(crate) fn recover_id(bytes: &[u8]) -> Value {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b'"' => {
-                let end = string_end(bytes, i);
-                if depth == 1 && &bytes[i..end] == b"\"id\"" {
-                    let rest = &bytes[end..];
-                    let rest = rest.trim_ascii_start();
-                    if let Some(value) = rest.strip_prefix(b":") {
-                        return id_value(value.trim_ascii_start());
-                    }
-                }
-                i = end;
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    Value::Null
-}
-
-/// The index just past the string starting at `start` (a `"`).
-fn string_end(bytes: &[u8], start: usize) -> usize {
-    let mut i = start + 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
-        }
-    }
-    bytes.len()
-}
-
-/// A JSON number or string at the start of `bytes`, as an id.
-fn id_value(bytes: &[u8]) -> Value {
-    let token_end = match bytes.first() {
-        Some(b'"') => string_end(bytes, 0),
-        _ => bytes
-            .iter()
-            .position(|b| !(b.is_ascii_digit() || *b == b'-'))
-            .unwrap_or(bytes.len()),
-    };
-    match serde_json::from_slice::<Value>(&bytes[..token_end]) {
-        Ok(value @ (Value::Number(_) | Value::String(_))) => value,
-        _ => Value::Null,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_are_recovered_from_broken_messages() {
-        assert_eq!(
-            recover_id(br#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"#),
-            7
-        );
-        assert_eq!(recover_id(br#"{"params":{"id":1},"id":"a\"b"}"#), "a\"b");
-        assert_eq!(
-            recover_id(br#"{"method":"x","params":[[[[["id":3]]]]]}"#),
-            Value::Null
-        );
-        assert_eq!(recover_id(b"not json"), Value::Null);
-    }
-
-    #[test]
-    fn every_broken_request_gets_an_answer() {
-        let deep = format!(
-            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{}{}}}"#,
-            "[".repeat(200),
-            "]".repeat(200)
-        );
-        let cases: [(&[u8], Value, i64); 5] = [
-            (b"{not json", Value::Null, PARSE_ERROR),
-            (deep.as_bytes(), json!(9), PARSE_ERROR),
-            (
-                br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
-                Value::Null,
-                INVALID_REQUEST,
-            ),
-            (br#"{"jsonrpc":"2.0","id":2}"#, json!(2), INVALID_REQUEST),
-            (
-                br#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":"x"}"#,
-                json!(3),
-                INVALID_PARAMS,
-            ),
-        ];
-        for (line, id, code) in cases {
-            match judge(line) {
-                Verdict::Answer(got_id, got_code, _) => {
-                    assert_eq!(
-                        (got_id, got_code),
-                        (id, code),
-                        "{}",
-                        String::from_utf8_lossy(line)
-                    );
-                }
-                _ => panic!("no answer for {}", String::from_utf8_lossy(line)),
-            }
-        }
-        assert!(matches!(
-            judge(br#"{"jsonrpc":"2.0","method":"notifications/bogus","params":5}"#),
-            Verdict::Skip
-        ));
-        assert!(matches!(
-            judge(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
-            Verdict::Deliver(_)
-        ));
     }
 }

@@ -1,6 +1,7 @@
 //! A family that adds a tool while the run is served, and an MCP client
 //! (rmcp's own, over an in-process pipe) that is told the list changed and
-//! then sees the new tool.
+//! then sees the new tool: by a notification on protocol 2025-11-25, on
+//! its `subscriptions/listen` stream on 2026-07-28.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,8 +11,10 @@ use gantry_core::{
     Workspace, async_trait,
 };
 use rmcp::ClientHandler;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{NotificationContext, RoleClient, ServiceExt};
+use rmcp::model::{CallToolRequestParams, ProtocolVersion, ServerNotification, SubscriptionFilter};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RoleClient, RunningService,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::mpsc;
@@ -68,7 +71,8 @@ impl Tool for Late {
 const TEST_FAMILY: PlainFamily =
     PlainFamily::new("test", |builder: RunBuilder| builder.tool(Appear));
 
-/// A client that forwards list-changed notifications to the test.
+/// A client that forwards the list-changed notifications it is sent
+/// outside a subscription to the test.
 struct Listener(mpsc::UnboundedSender<()>);
 
 impl ClientHandler for Listener {
@@ -77,8 +81,17 @@ impl ClientHandler for Listener {
     }
 }
 
-#[tokio::test]
-async fn a_tool_added_at_run_time_is_announced_and_listed() {
+/// A client of `lifecycle` (the handshake, or 2026-07-28's discovery) connected to `gantry_mcp::serve_streams` over an
+/// in-process pipe, serving a run of [`TEST_FAMILY`]; its unsolicited
+/// list-changed notifications; the server's task.
+async fn connect(
+    lifecycle: ClientLifecycleMode,
+) -> (
+    RunningService<RoleClient, Listener>,
+    mpsc::UnboundedReceiver<()>,
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+    tempfile::TempDir,
+) {
     let ws = gantry_core::testing::workspace_with::<&str>(&[]);
     let root = ws.path().to_path_buf();
     let factory: gantry_mcp::RunFactory = Arc::new(move |_human| {
@@ -99,17 +112,31 @@ async fn a_tool_added_at_run_time_is_announced_and_listed() {
         server_read,
         server_write,
     ));
+    let (changed, receiver) = mpsc::unbounded_channel();
+    let client = Listener(changed)
+        .serve_with_lifecycle(client_end, lifecycle)
+        .await
+        .unwrap();
+    (client, receiver, server, ws)
+}
 
-    let (tx, mut changed) = mpsc::unbounded_channel();
-    let client = Listener(tx).serve(client_end).await.unwrap();
-    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
-        tools.into_iter().map(|t| t.name.to_string()).collect()
-    };
+fn names(tools: Vec<rmcp::model::Tool>) -> Vec<String> {
+    tools.into_iter().map(|t| t.name.to_string()).collect()
+}
+
+/// Calls `appear` and checks that `late` is listed afterwards.
+async fn add_late(client: &RunningService<RoleClient, Listener>) {
     assert_eq!(names(client.list_all_tools().await.unwrap()), ["appear"]);
     client
         .call_tool(CallToolRequestParams::new("appear"))
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn a_tool_added_at_run_time_is_announced_and_listed() {
+    let (client, mut changed, server, _ws) = connect(ClientLifecycleMode::Initialize).await;
+    add_late(&client).await;
     tokio::time::timeout(Duration::from_secs(10), changed.recv())
         .await
         .expect("no tools/list_changed within 10 s")
@@ -118,6 +145,42 @@ async fn a_tool_added_at_run_time_is_announced_and_listed() {
         names(client.list_all_tools().await.unwrap()),
         ["appear", "late"]
     );
+    client.cancel().await.unwrap();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn on_2026_07_28_the_change_comes_on_the_listen_stream_only() {
+    let (client, mut unsolicited, server, _ws) = connect(ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    })
+    .await;
+    let mut subscription = client
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .expect("subscriptions/listen is served");
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+    add_late(&client).await;
+    let notification = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("no tools/list_changed on the stream within 10 s")
+        .unwrap();
+    assert!(
+        matches!(
+            notification,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ),
+        "{notification:?}"
+    );
+    assert_eq!(
+        names(client.list_all_tools().await.unwrap()),
+        ["appear", "late"]
+    );
+    assert!(
+        unsolicited.try_recv().is_err(),
+        "a 2026-07-28 client hears of changes on its listen stream, not besides it"
+    );
+    subscription.cancel().await.unwrap();
     client.cancel().await.unwrap();
     server.await.unwrap().unwrap();
 }

@@ -126,12 +126,24 @@ pub struct ShellParams {
     /// anywhere and to use the network. Only for something the sandbox
     /// refused that the task truly needs; the user must approve it.
     pub sandbox: Option<bool>,
+    /// A short label for the user saying what the command is for (e.g.
+    /// "Run the unit tests"), shown with it in confirmations and the
+    /// transcript; bash never sees it.
+    pub description: Option<String>,
 }
 
 impl ShellParams {
     /// Whether the call asks to run outside the sandbox.
     fn unconfined(&self) -> bool {
         self.sandbox == Some(false)
+    }
+
+    /// The label given for the user, if any.
+    fn label(&self) -> Option<&str> {
+        self.description
+            .as_deref()
+            .map(str::trim)
+            .filter(|label| !label.is_empty())
     }
 }
 
@@ -184,26 +196,54 @@ impl Tool for Shell {
     }
 
     fn describe(&self, params: &ShellParams) -> String {
-        let outside = if params.unconfined() {
-            "OUTSIDE THE SANDBOX (may write anywhere and use the network), "
-        } else {
-            ""
-        };
-        match (&params.command, &params.handle) {
-            (Some(command), _) if params.is_background == Some(true) => {
-                format!("start {outside}in the background: {command}")
-            }
-            (Some(command), _) if params.unconfined() => format!("run {outside}{command}"),
-            (Some(command), _) => format!("run: {command}"),
-            (None, Some(handle)) if params.kill == Some(true) => {
-                format!("stop background job {handle}")
-            }
-            (None, Some(handle)) => format!("check background job {handle}"),
-            (None, None) => "shell".into(),
+        let what = describe_call(params);
+        match params.label() {
+            Some(label) => format!("{label} ({what})"),
+            None => what,
         }
     }
 
     async fn execute(
+        &self,
+        params: ShellParams,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let label = params.label().map(|label| format!("**{label}**\n"));
+        let mut result = self.start_or_poll(params, ctx).await?;
+        if let (Some(label), gantry_core::Display::Markdown { markdown }) =
+            (label, &mut result.return_display)
+        {
+            markdown.insert_str(0, &label);
+        }
+        Ok(result)
+    }
+}
+
+/// One line of what a call does, without its label.
+fn describe_call(params: &ShellParams) -> String {
+    let outside = if params.unconfined() {
+        "OUTSIDE THE SANDBOX (may write anywhere and use the network), "
+    } else {
+        ""
+    };
+    match (&params.command, &params.handle) {
+        (Some(command), _) if params.is_background == Some(true) => {
+            format!("start {outside}in the background: {command}")
+        }
+        (Some(command), _) if params.unconfined() => format!("run {outside}{command}"),
+        (Some(command), _) => format!("run: {command}"),
+        (None, Some(handle)) if params.kill == Some(true) => {
+            format!("stop background job {handle}")
+        }
+        (None, Some(handle)) => format!("check background job {handle}"),
+        (None, None) => "shell".into(),
+    }
+}
+
+impl Shell {
+    /// Starts the command of `params` (in the foreground or background) or
+    /// polls or stops the background job it names.
+    async fn start_or_poll(
         &self,
         params: ShellParams,
         ctx: ToolContext,

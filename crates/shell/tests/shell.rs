@@ -312,3 +312,24 @@ async fn a_hundred_megabytes_of_output_is_capped_in_bounded_memory() {
         .unwrap();
     assert!(cut > 99_000_000, "cut {cut}");
 }
+
+#[tokio::test]
+async fn a_description_labels_the_call_for_the_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path());
+    let result = run
+        .call(
+            "shell",
+            json!({"command": "echo labelled", "description": "Say that it is labelled"}),
+        )
+        .await
+        .unwrap();
+    let text = result.text_content();
+    assert!(text.contains("labelled"), "{text}");
+    assert!(!text.contains("ignored"), "a known parameter: {text}");
+    let shown = result.return_display.to_text();
+    assert!(
+        shown.starts_with("**Say that it is labelled**\n$ echo labelled"),
+        "{shown}"
+    );
+}

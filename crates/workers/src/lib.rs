@@ -38,10 +38,10 @@ use crate::pool::Pool;
 use crate::settings::{HOW_TO_CONFIGURE, SETTINGS_KEY};
 use crate::tools::{Killer, Lister, Sender, Shared, Spawner, TOOL_NAMES, Waiter};
 
-/// Why the tools are absent without worker mode (`gantry status` says
-/// how to configure a tier).
-const WITHHELD: &str = "worker mode is off: no `workers` tier in the user's (or a trusted folder's) settings; \
-     `gantry status` shows how to configure one";
+/// Why the tools are absent without worker mode (the family's lines of
+/// `gantry status` say how to configure a tier).
+const WITHHELD: &str =
+    "worker mode is off: no `workers` tier in the user's (or a trusted folder's) settings";
 
 /// The family as the assembly wires it.
 pub const FAMILY: gantry_core::PlainFamily = gantry_core::PlainFamily::new("workers", register)
