@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """What the sandbox costs, side by side in one run: Gantry with its default
-sandbox (workspace-write, Landlock) against the same Gantry with
-`sandbox.mode: off`, both over MCP stdio through the raw client of
-bench/mcp_client.py, calls interleaved so load on the machine hits both
-alike.
+sandbox (workspace-write: each command in its own namespaces, under
+Landlock), the same with `sandbox.namespaces: false` (Landlock alone, the
+sandbox before namespaces) and with `sandbox.mode: off`, all over MCP
+stdio through the raw client of bench/mcp_client.py, calls interleaved so
+load on the machine hits them alike.
 
+0. The first command of a run (which also finds out whether the machine
+   gives namespaces, once per process): a fresh server's first call.
 1. `shell {"command": "true"}`: the round trip of a call, median of many.
 2. `cargo check` of a generated 200-file crate, from a clean target
    directory each time: median and fastest wall time of several (on a
@@ -15,8 +18,9 @@ alike.
 
     bench/sandbox.py --gantry target/release/gantry
 
-Prints each figure for both, the difference and the ratio on / off, and
-the goals: within 2 ms per command, within 2 % on the build.
+Prints each figure for each side, and the differences and ratios of the
+namespaces against Landlock alone (the goals: within 2 ms per command,
+within 2 % on the build) and against no sandbox.
 """
 
 from __future__ import annotations
@@ -114,15 +118,27 @@ def main() -> int:
     args = parser.parse_args()
     gantry = str(Path(args.gantry).resolve())
 
+    settings = {
+        "ns": {},
+        "landlock": {"sandbox": {"namespaces": False}},
+        "off": {"sandbox": {"mode": "off"}},
+    }
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         root = scratch / "workspace"
         generate_crate(root)
-        on = server(gantry, root, scratch / "home-on", {})
-        off = server(gantry, root, scratch / "home-off", {"sandbox": {"mode": "off"}})
-        sides = {"on": on, "off": off}
-        # Warm up both (the run's sandbox is built on the first command, the
-        # mode-off notice comes once), and check each side is what it says.
+        # The first call of a fresh server, each side in turn, twice.
+        first = {side: [] for side in settings}
+        for round_ in range(2):
+            for side, chosen in settings.items():
+                client = server(gantry, root, scratch / f"home-first-{side}-{round_}", chosen)
+                first[side].append(shell(client, "true")[0])
+                client.close()
+        sides = {side: server(gantry, root, scratch / f"home-{side}", chosen)
+                 for side, chosen in settings.items()}
+        # Warm up every side (the run's sandbox is built on the first
+        # command, the mode-off notice comes once), and check each side is
+        # what it says.
         for _ in range(5):
             for client in sides.values():
                 shell(client, "true")
@@ -131,29 +147,30 @@ def main() -> int:
         outside = Path(tempfile.mkdtemp(prefix="sandbox-bench-", dir=Path(gantry).parent))
         try:
             probe = f"touch {outside}/probe-$$ 2>&1; true"
-            _, text_on = shell(on, probe)
-            _, text_off = shell(off, probe)
-            assert "The sandbox probably refused" in text_on, text_on
-            assert "The sandbox probably refused" not in text_off, text_off
+            for side, client in sides.items():
+                _, text = shell(client, probe)
+                refused = "The sandbox probably refused" in text
+                assert refused == (side != "off"), (side, text)
             assert len(list(outside.iterdir())) == 1, "exactly the off side wrote"
         finally:
             for probe_file in outside.iterdir():
                 probe_file.unlink()
             outside.rmdir()
+        _, text = shell(sides["ns"], "ls /proc | grep -c '^[0-9]'")
+        assert int(text.split("\n")[1]) < 10, f"the ns side has no PID namespace: {text}"
 
-        calls = {"on": [], "off": []}
+        order = list(sides)
+        calls = {side: [] for side in sides}
         for i in range(args.calls):
-            order = ("on", "off") if i % 2 == 0 else ("off", "on")
-            for side in order:
+            for side in order[i % 3:] + order[:i % 3]:
                 calls[side].append(shell(sides[side], "true")[0])
 
-        builds = {"on": [], "off": []}
+        builds = {side: [] for side in sides}
         for i in range(args.builds):
-            order = ("on", "off") if i % 2 == 0 else ("off", "on")
-            for side in order:
+            for side in order[i % 3:] + order[:i % 3]:
                 shell(sides[side], "rm -rf target")
-                # Each side its own target directory, so neither reuses the
-                # other's work; timed inside the command, the build alone.
+                # Each side its own target directory, so none reuses
+                # another's work; timed inside the command, the build alone.
                 _, text = shell(
                     sides[side],
                     f"s=$(date +%s%N); CARGO_TARGET_DIR=target/{side} cargo check --offline -q; "
@@ -168,34 +185,45 @@ def main() -> int:
             "for _ in range(100000): os.close(os.open(\"src/lib.rs\", os.O_RDONLY))\n"
             "print(\"us_per_open\", (time.perf_counter() - t) / 100000 * 1e6)'"
         )
-        for side in ("on", "off", "on", "off"):
+        for side in order + order:
             _, text = shell(sides[side], loop)
             us = float(text.rsplit("us_per_open", 1)[1].split()[0])
             opens[side] = min(opens.get(side, us), us)
         for client in sides.values():
             client.close()
 
-    def line(label: str, on_ms: float, off_ms: float, unit_goal: str) -> None:
-        print(
-            f"{label:<34} on {on_ms:9.2f} ms   off {off_ms:9.2f} ms   "
-            f"difference {on_ms - off_ms:+8.2f} ms   ratio on/off {on_ms / off_ms:6.3f}   {unit_goal}"
-        )
+    def figures(label: str, values: dict, unit: str = "ms") -> None:
+        shown = "   ".join(f"{side} {value:9.2f} {unit}" for side, value in values.items())
+        print(f"{label:<34} {shown}")
 
-    call_on, call_off = statistics.median(calls["on"]), statistics.median(calls["off"])
-    build_on, build_off = statistics.median(builds["on"]), statistics.median(builds["off"])
-    print(f"{args.calls} interleaved calls per side; {args.builds} interleaved builds per side (medians)")
-    line('shell {"command": "true"}', call_on, call_off,
-         f"goal: within 2 ms -> {'met' if call_on - call_off <= 2 else 'NOT met'}")
-    line(f"cargo check, {MODULES} files", build_on, build_off,
-         f"goal: within 2 % -> {'met' if build_on <= build_off * 1.02 else 'NOT met'} "
-         f"({(build_on / build_off - 1) * 100:+.1f} %)")
-    fast_on, fast_off = min(builds["on"]), min(builds["off"])
-    line(f"cargo check, {MODULES} files, fastest", fast_on, fast_off,
-         f"({(fast_on / fast_off - 1) * 100:+.1f} %)")
-    print(
-        f"{'open() of a file (best of 2 loops)':<34} on {opens['on']:9.2f} us   off {opens['off']:9.2f} us   "
-        f"difference {opens['on'] - opens['off']:+8.2f} us per open"
-    )
+    def compare(label: str, values: dict, goal_ms=None, goal_pct=None) -> None:
+        ns, landlock, off = values["ns"], values["landlock"], values["off"]
+        verdict = ""
+        if goal_ms is not None:
+            verdict = f"goal: within {goal_ms} ms -> {'met' if ns - landlock <= goal_ms else 'NOT met'}"
+        if goal_pct is not None:
+            verdict = (f"goal: within {goal_pct} % -> "
+                       f"{'met' if ns <= landlock * (1 + goal_pct / 100) else 'NOT met'}")
+        print(f"{'':<34} ns - landlock {ns - landlock:+8.2f}  (ratio {ns / landlock:6.3f})   "
+              f"ns - off {ns - off:+8.2f}  (ratio {ns / off:6.3f})   {verdict}")
+
+    med = statistics.median
+    print(f"{args.calls} interleaved calls per side; {args.builds} interleaved builds per side "
+          "(medians); sides: ns = namespaces + Landlock (default), landlock = Landlock alone, "
+          "off = no sandbox")
+    first_call = {side: med(v) for side, v in first.items()}
+    figures("first call of a fresh server", first_call)
+    compare("", first_call)
+    call = {side: med(v) for side, v in calls.items()}
+    figures('shell {"command": "true"}', call)
+    compare("", call, goal_ms=2)
+    build = {side: med(v) for side, v in builds.items()}
+    figures(f"cargo check, {MODULES} files", build)
+    compare("", build, goal_pct=2)
+    fastest = {side: min(v) for side, v in builds.items()}
+    figures(f"cargo check, {MODULES} files, fastest", fastest)
+    compare("", fastest)
+    figures("open() of a file (best of 2 loops)", opens, unit="us")
     return 0
 
 

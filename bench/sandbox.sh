@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # What the sandbox costs, side by side in one run: Gantry with its default
-# sandbox (Landlock, workspace-write) and with `sandbox.mode: off`, both
+# sandbox (each command in its own namespaces, under Landlock), with
+# Landlock alone (`sandbox.namespaces: false`) and with `sandbox.mode: off`,
 # through `gantry mcp` and the raw client of bench/mcp_client.py, calls
-# interleaved: the round trip of `shell {"command": "true"}` (goal: within
-# 2 ms) and a clean `cargo check` of a generated 200-file crate (goal:
-# within 2 %). See bench/sandbox.py. First, in one process, the bare spawn
+# interleaved: a fresh server's first call, the round trip of
+# `shell {"command": "true"}` (goal: within 2 ms of Landlock alone) and a
+# clean `cargo check` of a generated 200-file crate (goal: within 2 %). See
+# bench/sandbox.py. First, in one process, the bare spawn
 # and wait of `true` under the reaper, unconfined and confined (the fork
 # and the three system calls the sandbox adds to a spawn).
 set -euo pipefail

@@ -103,7 +103,10 @@ fn status_and_session_show_the_sandbox() {
         "{text}"
     );
     assert!(!text.contains("exempt:"), "{text}");
-    assert!(text.contains("no exemption: every process Gantry starts"), "{text}");
+    assert!(
+        text.contains("no exemption: every process Gantry starts"),
+        "{text}"
+    );
     assert!(
         text.contains("its own user, mount, PID and IPC namespaces"),
         "{text}"
@@ -185,6 +188,21 @@ fn a_settings_file_changed_during_a_run_is_trusted_only_once_confirmed() {
         &["mkdir -p .gantry && echo '{\"sandbox\": {\"mode\": \"off\"}}' > .gantry/settings.json && echo written".into()],
     );
     assert!(written[0].contains("written"), "{}", written[0]);
+    // A protected path a command creates is taken out of the workspace.
+    assert!(
+        written[0].contains("which is protected") && written[0].contains(".gantry"),
+        "{}",
+        written[0]
+    );
+    assert!(!ws.path().join(".gantry").exists());
+    // Written by another hand (a `git pull`, say): not trusted until the
+    // user approves what is there now.
+    std::fs::create_dir_all(ws.path().join(".gantry")).unwrap();
+    std::fs::write(
+        ws.path().join(".gantry/settings.json"),
+        r#"{"sandbox": {"mode": "off"}}"#,
+    )
+    .unwrap();
 
     // The next run is still confined, and says why.
     let refused = texts(ws.path(), state.path(), std::slice::from_ref(&escape));

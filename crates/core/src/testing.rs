@@ -235,6 +235,43 @@ impl Payload {
     }
 }
 
+/// The pid, as this process sees it, of a process whose command line
+/// holds `marker`: a confined command runs in a PID namespace of its own,
+/// where `$$` is a number that means nothing outside, so a test names
+/// the process by a word in its arguments (`sleep 60.4711`).
+pub fn process_with(marker: &str) -> Option<i32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != std::process::id() as i32)
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
+        })
+}
+
+/// The pid, as this process sees it, of the process named `comm` that
+/// started at `ticks` after boot (field 22 of `/proc/self/stat`, which a
+/// process reads the same in any PID namespace): how a test finds a
+/// confined interpreter that can only say its pid inside its namespace.
+pub fn process_started_at(ticks: u64, comm: &str) -> Option<i32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(')'))
+            else {
+                return false;
+            };
+            name.starts_with(comm) && rest.split_whitespace().nth(19) == Some(&ticks.to_string())
+        })
+}
+
 /// Waits up to `bound` for process `pid` to exit, whether or not it is a
 /// child of the caller (a grandchild, a language server), by awaiting its
 /// pidfd: no polling. True when it exited (or was already gone).
@@ -255,6 +292,87 @@ pub async fn exited(pid: i32, bound: Duration) -> bool {
         return false;
     };
     tokio::time::timeout(bound, fd.readable()).await.is_ok()
+}
+
+/// `sleep SECONDS.FRACTION` with a fraction no other call gives, in any
+/// test binary running now (this process's pid and a count): a command a
+/// test runs, whose process [`process_running`] then finds outside the
+/// command's PID namespace.
+pub fn unique_sleep(seconds: u32) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNT: AtomicU32 = AtomicU32::new(0);
+    let count = COUNT.fetch_add(1, Ordering::Relaxed);
+    format!("sleep {seconds}.{:07}{count:04}", std::process::id())
+}
+
+/// Waits up to `bound` for a process run as exactly `command` (its
+/// arguments split on spaces, as `/proc/PID/cmdline` holds them: the
+/// shell that runs `command` within a longer line does not match) and
+/// returns its pid as this process sees it; `None` when none appeared.
+/// Polls every 10 ms: a confined command's fork and exec happen in a PID
+/// namespace whose pids mean nothing here, and nothing tells this process
+/// when they are done. Open a pidfd ([`exited`]) only while it runs.
+pub async fn process_running(command: &str, bound: Duration) -> Option<i32> {
+    let wanted: Vec<u8> = command
+        .split(' ')
+        .flat_map(|arg| arg.bytes().chain([0]))
+        .collect();
+    let deadline = tokio::time::Instant::now() + bound;
+    loop {
+        let found = std::fs::read_dir("/proc").ok().and_then(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+                .find(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| line == wanted)
+                })
+        });
+        if found.is_some() || tokio::time::Instant::now() >= deadline {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The parent of `pid`, as this process sees it, from `/proc/PID/stat`;
+/// `None` when it is gone.
+pub fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A FIFO a command waits on (`read -r _ < go.fifo`) until the test
+/// [`open`](Gate::open)s it: how a command is held while the test finds
+/// the processes it started, with no polling on either side. Held open
+/// for reading and writing here, so that neither side's open blocks and
+/// the line waits in the pipe for a reader that opens it later.
+pub struct Gate(std::fs::File);
+
+impl Gate {
+    /// Makes the FIFO at `path`, closed.
+    pub fn at(path: &Path) -> Gate {
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("a path");
+        // SAFETY: a valid C string and a mode.
+        assert_eq!(
+            unsafe { libc::mkfifo(name.as_ptr(), 0o600) },
+            0,
+            "mkfifo {}",
+            path.display()
+        );
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .expect("the FIFO opens");
+        Gate(file)
+    }
+
+    /// Lets the command read its line and go on.
+    pub fn open(&mut self) {
+        self.0.write_all(b"go\n").expect("writing to the FIFO");
+    }
 }
 
 #[cfg(test)]

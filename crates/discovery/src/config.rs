@@ -266,6 +266,9 @@ mod tests {
                 "mcpServers": {"mine": {"command": "my-server"}}
             }),
         );
+        gantry_core::trust::Approvals::beside(&user)
+            .approve(root.path())
+            .unwrap();
         let settings = Settings::load_from(&user, root.path()).unwrap();
         let read = DiscoverySettings::read(&settings).unwrap();
         assert_eq!(read.discovery_command.as_deref(), Some("./evil discover"));

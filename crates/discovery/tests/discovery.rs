@@ -335,7 +335,8 @@ async fn a_crashing_server_is_reported_its_tools_leave_and_come_back() {
         json!({"mcpServers": {"py": {"command": "python3", "args": [peer("stdio_server.py")]}}}),
     )
     .await;
-    let pid = |text: String| -> i32 { text.lines().next().unwrap().trim().parse().unwrap() };
+    // When the process started, its third line (run notices come after).
+    let pid = |text: String| -> String { text.lines().nth(2).unwrap().to_string() };
     let first = pid(ok(&run, "py__pid", json!({})).await);
     let changes = run.tools_changed();
     let error = err(&run, "py__crash", json!({})).await;
@@ -377,6 +378,8 @@ async fn a_crashing_server_is_reported_its_tools_leave_and_come_back() {
     let second = pid(again);
     assert_ne!(first, second);
     assert!(status(&run).await.contains("MCP server `py`: up, 4 tools"));
+    let second = gantry_core::testing::process_started_at(second.parse().unwrap(), "python")
+        .expect("the restarted server runs");
     run.shutdown().await;
     assert!(
         gantry_core::testing::exited(second, Duration::from_secs(5)).await,
@@ -719,9 +722,9 @@ async fn a_servers_env_is_expanded_and_cwd_is_beneath_the_root() {
         json!({"mcpServers": {"py": {"command": "python3", "args": [peer("stdio_server.py")], "cwd": "sub"}}}),
     )
     .await;
-    let pid = ok(&run, "py__pid", json!({})).await;
-    let cwd = std::fs::read_link(format!("/proc/{}/cwd", pid.trim())).unwrap();
-    assert_eq!(cwd, root.join("sub"));
+    let said = ok(&run, "py__pid", json!({})).await;
+    let cwd = said.lines().nth(1).unwrap();
+    assert_eq!(Path::new(cwd), root.join("sub"));
     run.shutdown().await;
 
     // A variable that is not set stops the server, saying which.
@@ -808,16 +811,13 @@ async fn a_slow_discovery_command_does_not_hold_up_the_start() {
     let run = run_of(
         dir.path(),
         json!({
-            "toolDiscoveryCommand": "sh -c \"echo $$ > discovery.pid; exec sleep 60\"",
+            "toolDiscoveryCommand": "sh -c \"touch discovery.started; exec sleep 60.4711\"",
             "toolCallCommand": "true",
         }),
     )
     .await;
-    let pid: i32 = std::fs::read_to_string(dir.path().join("discovery.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    assert!(dir.path().join("discovery.started").exists());
+    let pid = gantry_core::testing::process_with("60.4711").expect("the discovery command runs");
     run.shutdown().await;
     assert!(
         gantry_core::testing::exited(pid, Duration::from_secs(10)).await,

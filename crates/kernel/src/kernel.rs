@@ -116,8 +116,9 @@ impl Kernel {
         let mut frames =
             read_frames(pipe::Receiver::from_owned_fd(OwnedFd::from(from_kernel)).map_err(io)?);
         let hello = tokio::time::timeout(START_BOUND, frames.recv()).await;
-        let (pid, version) = match hello {
-            Ok(Some(Ok(FromKernel::Hello { pid, version }))) => (pid, version),
+        // The pid the driver says is the one of its own PID namespace.
+        let version = match hello {
+            Ok(Some(Ok(FromKernel::Hello { version, .. }))) => version,
             Ok(Some(Ok(other))) => {
                 return Err(format!(
                     "the {} kernel's driver began with {other:?} instead of hello",
@@ -145,8 +146,9 @@ impl Kernel {
             }
         };
         // It is alive and waiting for a cell: the pid is surely its.
+        let pid = child.pid() as i32;
         let pidfd = Pid::from_raw(pid)
-            .ok_or_else(|| format!("the kernel said its pid is {pid}"))
+            .ok_or_else(|| format!("the kernel's pid is {pid}"))
             .and_then(|pid| {
                 pidfd_open(pid, PidfdFlags::empty()).map_err(|e| format!("pidfd_open: {e}"))
             })?;

@@ -118,8 +118,9 @@ async fn cancelling_the_cell_cancels_the_bridged_call_in_flight() {
     let dir = workspace(&[]);
     let run = run(dir.path());
     cell(&run, py("kept = 'yes'")).await;
-    let pid_file = tempfile::NamedTempFile::new().unwrap();
-    let command = format!("echo $$ > {}; exec sleep 60", pid_file.path().display());
+    // Named by its arguments: in its own PID namespace, `$$` means
+    // nothing out here.
+    let command = "exec sleep 60.2718".to_string();
     let cancel = tokio_util::sync::CancellationToken::new();
     let options = gantry_core::CallOptions {
         cancel: cancel.clone(),
@@ -132,8 +133,7 @@ async fn cancelling_the_cell_cancels_the_bridged_call_in_flight() {
     });
     // Cancel once the bridged command runs.
     let pid = loop {
-        let text = std::fs::read_to_string(pid_file.path()).unwrap();
-        if let Ok(pid) = text.trim().parse::<i32>() {
+        if let Some(pid) = gantry_core::testing::process_with("60.2718") {
             break pid;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

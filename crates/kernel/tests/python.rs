@@ -207,13 +207,7 @@ async fn a_cancelled_cell_that_will_not_stop_is_killed_and_the_next_call_says_so
 async fn reset_throws_the_state_away() {
     let dir = workspace(&[]);
     let run = run(dir.path());
-    let old: i32 = cell(&run, py("gone = 1\nimport os\nos.getpid()"))
-        .await
-        .lines()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let old = kernel_pid(&cell(&run, py(&format!("gone = 1\n{STARTED}"))).await);
     let text = cell(
         &run,
         json!({"code": "'gone' in globals()", "description": "check the state after a reset", "reset": true}),
@@ -235,13 +229,7 @@ async fn reset_throws_the_state_away() {
 async fn no_process_outlives_the_run() {
     let dir = workspace(&[]);
     let run = run(dir.path());
-    let pid: i32 = cell(&run, py("import os\nos.getpid()"))
-        .await
-        .lines()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let pid = kernel_pid(&cell(&run, py(STARTED)).await);
     run.shutdown().await;
     assert!(
         gantry_core::testing::exited(pid, std::time::Duration::from_secs(5)).await,
@@ -268,16 +256,15 @@ async fn threads_of_a_cell_print_without_breaking_the_protocol() {
 async fn a_kernel_that_died_between_cells_is_reported_by_the_next_call() {
     let dir = workspace(&[]);
     let run = run(dir.path());
-    let pid: i32 = cell(
-        &run,
-        py("import os, threading\ndoomed = 1\nthreading.Timer(0.2, lambda: os._exit(9)).start()\nos.getpid()"),
-    )
-    .await
-    .lines()
-    .next()
-    .unwrap()
-    .parse()
-    .unwrap();
+    let pid = kernel_pid(
+        &cell(
+            &run,
+            py(&format!(
+                "import os, threading\ndoomed = 1\nthreading.Timer(0.2, lambda: os._exit(9)).start()\n{STARTED}"
+            )),
+        )
+        .await,
+    );
     assert!(gantry_core::testing::exited(pid, std::time::Duration::from_secs(5)).await);
     let text = cell(&run, py("'doomed' in globals()")).await;
     assert!(text.starts_with("False"), "{text}");
@@ -367,4 +354,15 @@ async fn input_raises_eof_and_the_kernel_stays() {
     assert!(error.contains("EOFError"), "{error}");
     assert!(cell(&run, py("kept")).await.starts_with('3'));
     run.shutdown().await;
+}
+
+/// A cell's last expression: when the kernel process started, in clock
+/// ticks after boot, which reads the same inside its PID namespace and
+/// out here (its pid does not).
+const STARTED: &str = "int(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19])";
+
+/// The kernel's pid out here, from a cell that ended in [`STARTED`].
+fn kernel_pid(text: &str) -> i32 {
+    let ticks: u64 = text.lines().next().unwrap().trim().parse().unwrap();
+    gantry_core::testing::process_started_at(ticks, "python").expect("the kernel runs")
 }

@@ -620,8 +620,9 @@ fn reap(options: Options) -> i32 {
                     return Err(io::Error::from_raw_os_error(libc::EINVAL));
                 };
                 let network = plan.network_denied.is_empty();
-                let prepared = Prepared::build(&plan.writable, network, crate::sandbox::landlock_abi())
-                    .map_err(io::Error::other)?;
+                let prepared =
+                    Prepared::build(&plan.writable, network, crate::sandbox::landlock_abi())
+                        .map_err(io::Error::other)?;
                 restrict(prepared.descriptors().0, filter)
             };
             namespace::Init::start(&confine_here, &|| spawn_command(&program, &args))

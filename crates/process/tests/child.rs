@@ -2,6 +2,8 @@
 //! captures bounded. Every wait is on an event (a line on a pipe, a
 //! pidfd), bounded, never a fixed sleep.
 
+mod common;
+
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 const BOUND: Duration = Duration::from_secs(10);
 
 fn sh(script: &str) -> Command {
-    let mut command = Command::new("sh", &gantry_process::Sandbox::default());
+    let mut command = Command::new("sh", &common::unconfined());
     command.arg("-c").arg(script);
     command
 }
@@ -208,7 +210,7 @@ async fn stderr_can_join_stdout_in_the_order_written() {
 #[tokio::test]
 async fn stdin_is_closed_unless_piped() {
     use tokio::io::AsyncWriteExt;
-    let child = Command::new("cat", &gantry_process::Sandbox::default())
+    let child = Command::new("cat", &common::unconfined())
         .stdout(Stdout::Capture { head: 64, tail: 0 })
         .spawn()
         .unwrap();
@@ -218,7 +220,7 @@ async fn stdin_is_closed_unless_piped() {
         .expect("cat waited on stdin")
         .unwrap();
 
-    let mut child = Command::new("cat", &gantry_process::Sandbox::default())
+    let mut child = Command::new("cat", &common::unconfined())
         .stdin_piped()
         .stdout(Stdout::Capture { head: 64, tail: 0 })
         .spawn()
@@ -236,11 +238,8 @@ async fn stdin_is_closed_unless_piped() {
 
 #[tokio::test]
 async fn a_missing_program_is_an_error_not_a_child() {
-    let error = Command::new(
-        "/nonexistent/gantry-test",
-        &gantry_process::Sandbox::default(),
-    )
-    .spawn()
-    .unwrap_err();
+    let error = Command::new("/nonexistent/gantry-test", &common::unconfined())
+        .spawn()
+        .unwrap_err();
     assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
 }

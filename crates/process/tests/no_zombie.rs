@@ -5,6 +5,8 @@
 //! as a zombie instead of being reaped out of sight. One test per binary:
 //! the subreaper flag is the whole process's.
 
+mod common;
+
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
@@ -27,7 +29,7 @@ async fn every_killed_process_is_reaped_before_the_reaper_exits() {
         let script = format!(
             "for i in $(seq {ESCAPEES}); do setsid sleep 100 & echo $!; done; exec sleep 100"
         );
-        let mut child = Command::new("sh", &gantry_process::Sandbox::default())
+        let mut child = Command::new("sh", &common::unconfined())
             .arg("-c")
             .arg(script)
             .stdout(Stdout::Piped)

@@ -4,6 +4,8 @@
 //! SIGKILLed; the command's own status comes back whole. Every wait is on
 //! an event (a line on a pipe, a pidfd), bounded, never a fixed sleep.
 
+mod common;
+
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -23,7 +25,7 @@ fn reaped() {
 
 fn sh(script: &str) -> Command {
     reaped();
-    let mut command = Command::new("sh", &gantry_process::Sandbox::default());
+    let mut command = Command::new("sh", &common::unconfined());
     command.arg("-c").arg(script);
     command
 }
@@ -138,12 +140,9 @@ async fn stop_asks_the_command_with_sigterm_first() {
 #[tokio::test]
 async fn a_missing_program_is_an_error_not_a_child() {
     reaped();
-    let error = Command::new(
-        "/nonexistent/gantry-test",
-        &gantry_process::Sandbox::default(),
-    )
-    .spawn()
-    .unwrap_err();
+    let error = Command::new("/nonexistent/gantry-test", &common::unconfined())
+        .spawn()
+        .unwrap_err();
     assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
 }
 

@@ -527,7 +527,11 @@ fn repository() -> tempfile::TempDir {
         assert!(status.success(), "git {args:?}");
     };
     git(&["init", "-q"]);
-    std::fs::write(workspace.path().join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    std::fs::write(
+        workspace.path().join(".git/hooks/pre-commit"),
+        "#!/bin/sh\n",
+    )
+    .unwrap();
     std::fs::create_dir(workspace.path().join(".vscode")).unwrap();
     std::fs::write(workspace.path().join(".vscode/settings.json"), "{}").unwrap();
     workspace
@@ -536,14 +540,18 @@ fn repository() -> tempfile::TempDir {
 /// What git's config, its hooks and an editor's folder hold: what the
 /// attacks below must leave as it was.
 fn guarded(workspace: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
-    [".git/config", ".git/hooks/pre-commit", ".vscode/settings.json"]
-        .iter()
-        .map(|name| {
-            let path = workspace.join(name);
-            let bytes = std::fs::read(&path).ok();
-            (path, bytes)
-        })
-        .collect()
+    [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".vscode/settings.json",
+    ]
+    .iter()
+    .map(|name| {
+        let path = workspace.join(name);
+        let bytes = std::fs::read(&path).ok();
+        (path, bytes)
+    })
+    .collect()
 }
 
 /// Every attack on what git and editors run later fails, and says why;
@@ -583,9 +591,15 @@ async fn protected_paths_stay_as_they_were_and_git_still_works() {
     for attack in attacks {
         let (code, output) = run(&sandbox, workspace.path(), attack).await;
         assert_ne!(code, 0, "`{attack}` succeeded: {output}");
-        assert_eq!(guarded(workspace.path()), before, "`{attack}` changed: {output}");
+        assert_eq!(
+            guarded(workspace.path()),
+            before,
+            "`{attack}` changed: {output}"
+        );
         assert!(
-            sandbox.explain(&output).is_some_and(|why| why.contains("protected")),
+            sandbox
+                .explain(&output)
+                .is_some_and(|why| why.contains("protected")),
             "`{attack}` not explained: {output}"
         );
         assert!(!workspace.path().join(".git-old").exists());
@@ -607,12 +621,18 @@ async fn a_protected_path_a_command_creates_is_taken_out() {
         .current_dir(workspace.path())
         .spawn()
         .unwrap();
-    let status = tokio::time::timeout(BOUND, child.wait()).await.unwrap().unwrap();
+    let status = tokio::time::timeout(BOUND, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(status.success());
     let created = child.protected_created();
     assert_eq!(created.len(), 2, "{created:?}");
     let said = sandbox.quarantine(&created).unwrap();
-    assert!(said.contains(".claude") && said.contains(".envrc"), "{said}");
+    assert!(
+        said.contains(".claude") && said.contains(".envrc"),
+        "{said}"
+    );
     assert!(!workspace.path().join(".claude").exists());
     assert!(!workspace.path().join(".envrc").exists());
     assert!(workspace.path().join("kept.txt").exists());
@@ -653,8 +673,14 @@ async fn hidden_paths_read_as_empty() {
     assert!(output.contains("end"), "{output}");
     // Gantry's own home and state are among the defaults.
     let hidden = gantry_process::sandbox::default_hidden();
-    assert!(hidden.contains(&gantry_core::settings::state_dir()), "{hidden:?}");
-    assert!(hidden.contains(&gantry_core::settings::gantry_home()), "{hidden:?}");
+    assert!(
+        hidden.contains(&gantry_core::settings::state_dir()),
+        "{hidden:?}"
+    );
+    assert!(
+        hidden.contains(&gantry_core::settings::gantry_home()),
+        "{hidden:?}"
+    );
 }
 
 /// A command sees its own processes, and no other: not Gantry, not the

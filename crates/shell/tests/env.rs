@@ -52,7 +52,8 @@ async fn a_policy_the_settings_get_wrong_stops_commands_and_says_why() {
         let run = run_with(dir.path(), json!({"shellEnvironmentPolicy": policy}));
         let message = err(&run, "shell", json!({"command": "true"})).await;
         assert!(
-            message.contains("shell cannot run commands: settings `shellEnvironmentPolicy`")
+            message.contains("was not run: the sandbox settings cannot be read")
+                && message.contains("settings `shellEnvironmentPolicy`")
                 && message.contains(says),
             "{message}"
         );

@@ -4,7 +4,8 @@ gantry-discovery's tests: `python3 stdio_server.py [START_DELAY_S]`.
 Tools: `crash` (ends the process with code 3 after writing to stderr),
 `write` (writes a file, to see the sandbox refuse it), `grow` (adds a
 tool `grown` and sends `tools/list_changed`),
-`pid` (the process id, to tell a restarted server from the first). The
+`pid` (the process id, the working directory and a token of the process's
+own, to tell a restarted server from the first). The
 optional delay holds back start-up, as a slow server's would."""
 
 import os
@@ -48,10 +49,18 @@ async def grow(ctx: Context) -> str:
     return "grew"
 
 
+# Which process this is: in its own PID namespace every server is pid 2,
+# so the pid alone does not tell a restarted server from the first; when it
+# started (in clock ticks after boot) reads the same inside and out.
+with open("/proc/self/stat") as stat:
+    STARTED = stat.read().rsplit(")", 1)[1].split()[19]
+
+
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def pid() -> str:
-    """This server's process id."""
-    return str(os.getpid())
+    """This server's process id, its working directory and when it started,
+    one a line."""
+    return f"{os.getpid()}\n{os.getcwd()}\n{STARTED}"
 
 
 server.run("stdio")

@@ -24,7 +24,43 @@ const PROTECTED: [&str; 3] = ["Read-only file system", "Device or resource busy"
 const MAX_NAMED: usize = 5;
 
 pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
-    protected(sandbox, output).or_else(|| refused(sandbox, output))
+    protected(sandbox, output)
+        .or_else(|| hidden(sandbox, output))
+        .or_else(|| refused(sandbox, output))
+}
+
+/// A read of a hidden path (it reads as an empty folder, or an empty
+/// file): which, and why.
+fn hidden(sandbox: &Sandbox, output: &str) -> Option<String> {
+    let mut named: Vec<PathBuf> = Vec::new();
+    for line in output.lines() {
+        if !["No such file or directory", "Permission denied", "ENOENT"]
+            .iter()
+            .any(|word| line.contains(word))
+        {
+            continue;
+        }
+        for path in paths_in(line) {
+            if let Some(hidden) = sandbox.hidden_above(&path)
+                && !named.contains(&hidden)
+            {
+                named.push(hidden);
+            }
+        }
+    }
+    if named.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = named
+        .iter()
+        .map(|path| format!("`{}`", path.display()))
+        .collect();
+    Some(format!(
+        "[sandbox] {} is hidden from commands (keys, credentials and Gantry's own files read \
+         as empty). If the command needs it, ask the user to run it, or run it again with \
+         `sandbox: false`, which needs the user's approval.",
+        shown.join(", ")
+    ))
 }
 
 /// A change the command tried to make to a protected path: which, and

@@ -132,6 +132,11 @@ pub struct SandboxSettings {
     /// Protections without which commands are refused rather than run
     /// less confined: `"namespaces"`. A workspace may only add.
     pub require: Option<Vec<Requirement>>,
+    /// `false` runs commands under Landlock alone, without their own
+    /// namespaces (for a tool that cannot run in them); said in `gantry
+    /// status`. Only the user's settings (or a trusted folder's) turn
+    /// them off.
+    pub namespaces: Option<bool>,
 }
 
 /// A protection `sandbox.require` can insist on.
@@ -163,6 +168,9 @@ pub struct Policy {
     pub hide: Vec<PathBuf>,
     /// Whether commands are refused where namespaces are not available.
     pub require_namespaces: bool,
+    /// Whether commands get their own namespaces where the machine gives
+    /// them.
+    pub namespaces: bool,
 }
 
 impl Default for Policy {
@@ -176,6 +184,7 @@ impl Default for Policy {
             protect: Vec::new(),
             hide: Vec::new(),
             require_namespaces: false,
+            namespaces: true,
         }
     }
 }
@@ -213,6 +222,7 @@ impl Policy {
             require_namespaces: user
                 .require
                 .is_some_and(|required| required.contains(&Requirement::Namespaces)),
+            namespaces: user.namespaces.unwrap_or(true),
         };
         let mut ignored = Vec::new();
         let Some(workspace) = workspace else {
@@ -242,7 +252,15 @@ impl Policy {
                 policy.caches = resolve_all(caches);
             }
             policy.network = workspace.network.unwrap_or(policy.network);
+            policy.namespaces = workspace.namespaces.unwrap_or(policy.namespaces);
             return Layered { policy, ignored };
+        }
+        match workspace.namespaces {
+            Some(false) if policy.namespaces => {
+                ignored.push("namespaces: false (only the user's settings turn them off)".into())
+            }
+            Some(namespaces) => policy.namespaces = namespaces,
+            None => {}
         }
         match workspace.mode {
             Some(looser) if looser > policy.mode => ignored.push(format!(
@@ -441,6 +459,9 @@ impl Namespaces {
     fn for_policy(policy: &Policy, roots: &[PathBuf], writable: &[PathBuf]) -> Namespaces {
         if policy.mode == Mode::Off {
             return Namespaces::Off;
+        }
+        if !policy.namespaces {
+            return Namespaces::Missing(format!("`{SETTINGS_KEY}.namespaces` is false"));
         }
         if crate::reaper::located().is_none() {
             return Namespaces::Missing(
@@ -882,6 +903,18 @@ impl Sandbox {
         match &self.inner.namespaces {
             Namespaces::Given(layout) => layout.protects(path),
             _ => false,
+        }
+    }
+
+    /// The hidden path `path` is, or lies beneath, if any.
+    pub(crate) fn hidden_above(&self, path: &Path) -> Option<PathBuf> {
+        match (&self.inner.state, &self.inner.namespaces) {
+            (State::Confined(_), Namespaces::Given(layout)) => layout
+                .hidden()
+                .iter()
+                .find(|hidden| path.starts_with(hidden))
+                .cloned(),
+            _ => None,
         }
     }
 
