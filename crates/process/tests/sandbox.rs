@@ -709,3 +709,228 @@ async fn a_command_sees_its_own_processes_only() {
     // machine's hundreds.
     assert!(count <= 8, "{output}");
 }
+
+/// What a command writes in a build cache never reaches the cache the
+/// user's own tools read: a registry source edited inside (cargo never
+/// checks extracted sources again) is unchanged outside, and a crate
+/// built outside from that cache is the real one. Inside, the cache reads
+/// as it is and takes writes, which the workspace's next command sees.
+#[tokio::test]
+async fn a_cache_a_command_writes_is_its_workspaces_own() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let cache = scratch();
+    let source = cache.path().join("registry/src/index/dep-1.0.0");
+    std::fs::create_dir_all(source.join("src")).unwrap();
+    std::fs::write(
+        source.join("Cargo.toml"),
+        "[package]\nname = \"dep\"\nversion = \"1.0.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(source.join("src/lib.rs"), "pub fn answer() -> u32 { 42 }\n").unwrap();
+    let policy = Policy {
+        caches: vec![cache.path().to_path_buf()],
+        ..Policy::default()
+    };
+    let sandbox = namespaced(policy, workspace.path());
+    let (code, output) = run(
+        &sandbox,
+        workspace.path(),
+        &format!(
+            "cat {0}/src/lib.rs && printf 'fn main() {{ std::fs::write(\"/tmp/pwned\", \"\").ok(); }}\\n' \
+             > {0}/build.rs && echo 'pub fn answer() -> u32 {{ 0 }}' > {0}/src/lib.rs && \
+             mkdir -p {1}/downloads && echo crate > {1}/downloads/new.crate && echo edited",
+            source.display(),
+            cache.path().display()
+        ),
+    )
+    .await;
+    assert_eq!(code, 0, "{output}");
+    assert!(
+        output.contains("answer() -> u32 { 42 }"),
+        "the cache reads as it is: {output}"
+    );
+    assert!(output.contains("edited"), "{output}");
+    // Outside: as it was.
+    assert!(
+        !source.join("build.rs").exists(),
+        "a build script was planted"
+    );
+    assert_eq!(
+        std::fs::read_to_string(source.join("src/lib.rs")).unwrap(),
+        "pub fn answer() -> u32 { 42 }\n"
+    );
+    assert!(!cache.path().join("downloads").exists());
+    // The user's own cargo, unconfined, builds the crate as it really is.
+    let user = scratch();
+    std::fs::create_dir_all(user.path().join("src")).unwrap();
+    std::fs::write(
+        user.path().join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"user\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n\n\
+             [dependencies]\ndep = {{ path = \"{}\" }}\n",
+            source.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        user.path().join("src/main.rs"),
+        "fn main() { println!(\"{}\", dep::answer()); }\n",
+    )
+    .unwrap();
+    let built = std::process::Command::new("cargo")
+        .args(["run", "--offline", "--quiet"])
+        .current_dir(user.path())
+        .env("CARGO_TARGET_DIR", user.path().join("target"))
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    assert_eq!(String::from_utf8_lossy(&built.stdout).trim(), "42");
+    // The workspace's next command finds what the last one wrote.
+    let (_, output) = run(
+        &sandbox,
+        workspace.path(),
+        &format!("cat {}/downloads/new.crate", cache.path().display()),
+    )
+    .await;
+    assert!(output.contains("crate"), "{output}");
+}
+
+/// In a writable home, the shell profiles and git's own configuration
+/// stay read-only: the user's next shell or `git` would run what a command
+/// put there.
+#[tokio::test]
+async fn a_writable_home_keeps_its_profiles() {
+    if !landlock_here() {
+        return;
+    }
+    let home = dirs::home_dir().unwrap();
+    assert!(
+        [".bashrc", ".profile", ".gitconfig"]
+            .iter()
+            .any(|profile| home.join(profile).is_file()),
+        "no profile in {} to attack",
+        home.display()
+    );
+    let workspace = scratch();
+    let policy = Policy {
+        writable_roots: vec![home.clone()],
+        ..Policy::default()
+    };
+    let sandbox = namespaced(policy, workspace.path());
+    let probe = format!("gantry-profile-probe-{}", std::process::id());
+    let (_, output) = run(
+        &sandbox,
+        workspace.path(),
+        &format!(
+            "for f in .bashrc .profile .gitconfig; do [ -e ~/$f ] && {{ echo 'touch /tmp/{probe}' >> ~/$f \
+             && echo WROTE-$f; }}; done; touch ~/{probe} && echo home-writable; rm -f ~/{probe}"
+        ),
+    )
+    .await;
+    assert!(output.contains("home-writable"), "{output}");
+    assert!(!output.contains("WROTE-"), "{output}");
+    for profile in [".bashrc", ".profile", ".gitconfig"] {
+        if let Ok(text) = std::fs::read_to_string(home.join(profile)) {
+            assert!(!text.contains(&probe), "{profile} was changed");
+        }
+    }
+}
+
+/// Loopback inside a command works: a test server it starts, and its
+/// clients.
+#[tokio::test]
+async fn a_test_server_on_loopback_inside_a_command_works() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    std::fs::write(workspace.path().join("index.html"), "served from inside").unwrap();
+    let sandbox = namespaced(Policy::default(), workspace.path());
+    let (code, output) = run(
+        &sandbox,
+        workspace.path(),
+        "python3 -c '\nimport http.server, threading, urllib.request\n\
+         server = http.server.ThreadingHTTPServer((\"127.0.0.1\", 0), http.server.SimpleHTTPRequestHandler)\n\
+         threading.Thread(target=server.serve_forever, daemon=True).start()\n\
+         print(urllib.request.urlopen(f\"http://127.0.0.1:{server.server_port}/index.html\").read().decode())\n'",
+    )
+    .await;
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("served from inside"), "{output}");
+}
+
+/// Where the machine gives no user namespace, commands run under Landlock
+/// alone, which says what is missing; `require` refuses them instead. Run
+/// by [`where_namespaces_are_refused_landlock_holds_alone_and_says_so`] in
+/// a user namespace of its own whose limit of nested ones is 0, as on a
+/// machine that turned them off.
+#[tokio::test]
+#[ignore = "a helper: where_namespaces_are_refused_landlock_holds_alone_and_says_so runs it"]
+async fn helper_without_user_namespaces() {
+    if std::env::var_os("GANTRY_TEST_HELPER").is_none() || !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let outside = scratch();
+    let sandbox = Sandbox::new(Policy::default(), &[workspace.path().to_path_buf()]);
+    assert!(sandbox.confines(), "{:?}", sandbox.status());
+    let why = sandbox.without_namespaces().expect("no namespaces here");
+    assert!(why.contains("no user namespace"), "{why}");
+    assert!(
+        why.contains("protected paths") && why.contains("hidden paths"),
+        "{why}"
+    );
+    assert!(
+        sandbox.status().join("\n").contains("Landlock alone"),
+        "{:?}",
+        sandbox.status()
+    );
+    // Still confined by Landlock.
+    let target = outside.path().join("escaped");
+    let (_, output) = run(
+        &sandbox,
+        workspace.path(),
+        &format!("touch {} 2>&1; echo ran", target.display()),
+    )
+    .await;
+    assert!(output.contains("ran"), "{output}");
+    assert!(!target.exists(), "{output}");
+    // Required, refused with the reason and the ways forward.
+    let required = Policy {
+        require_namespaces: true,
+        ..Policy::default()
+    };
+    let refused = Sandbox::new(required, &[workspace.path().to_path_buf()]);
+    let error = Command::new("true", &refused).spawn().unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("sandbox.require"), "{message}");
+    assert!(message.contains("no user namespace"), "{message}");
+    println!("HELPER-PASSED");
+}
+
+#[tokio::test]
+async fn where_namespaces_are_refused_landlock_holds_alone_and_says_so() {
+    if !landlock_here() {
+        return;
+    }
+    let output = tokio::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c"])
+        .arg(
+            "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" --exact \
+             helper_without_user_namespaces --ignored --nocapture --test-threads=1",
+        )
+        .arg(std::env::current_exe().unwrap())
+        .env("GANTRY_TEST_HELPER", "1")
+        .output();
+    let output = tokio::time::timeout(BOUND, output)
+        .await
+        .expect("the helper ends")
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains("HELPER-PASSED"), "{said}");
+}
