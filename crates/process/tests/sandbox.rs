@@ -527,6 +527,8 @@ fn repository() -> tempfile::TempDir {
         assert!(status.success(), "git {args:?}");
     };
     git(&["init", "-q"]);
+    std::fs::create_dir_all(workspace.path().join(".git/modules/sub")).unwrap();
+    std::fs::write(workspace.path().join(".git/modules/sub/config"), "[core]\n").unwrap();
     std::fs::write(
         workspace.path().join(".git/hooks/pre-commit"),
         "#!/bin/sh\n",
@@ -579,6 +581,7 @@ async fn protected_paths_stay_as_they_were_and_git_still_works() {
         "echo 'touch /tmp/pwned' >> .git/hooks/pre-commit",
         "echo x > .git/hooks/post-checkout",
         "rm -rf .git/hooks",
+        "printf '\\tfsmonitor = x\\n' >> .git/modules/sub/config",
         "printf '[core]\\n\\tfsmonitor = x\\n' > .git/config",
         "mv .git .git-old && git init -q && git config core.fsmonitor x",
         "mv .git/config .git/config.old",

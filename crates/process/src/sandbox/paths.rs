@@ -20,6 +20,9 @@ use super::namespace::Plan;
 pub const PROTECTED: &[&str] = &[
     ".git/config",
     ".git/hooks",
+    // Each submodule's own config and hooks: the user's `git status`
+    // runs git in every submodule.
+    ".git/modules",
     ".gantry",
     ".vscode",
     ".idea",
