@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use gantry_core::testing::refuses;
+use gantry_core::testing::{Gate, process_running, refuses, unique_sleep};
 use gantry_core::{CallErrorKind, CallOptions, CancellationToken, Run, Workspace};
 use serde_json::json;
 
@@ -16,18 +16,13 @@ async fn gone(pid: i32) -> bool {
     gantry_core::testing::exited(pid, Duration::from_secs(5)).await
 }
 
-/// Waits, with a bound, for a command to write a pid file.
-async fn read_pid(path: &Path) -> i32 {
-    for _ in 0..500 {
-        if let Some(pid) = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|text| text.trim().parse().ok())
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{} never appeared", path.display());
+/// The pid, as the test sees it, of the process run as `command` (a
+/// [`unique_sleep`]), once it runs: a command's `$$` and `$!` are pids of
+/// its own PID namespace, meaningless here.
+async fn running(command: &str) -> i32 {
+    process_running(command, Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|| panic!("`{command}` never ran"))
 }
 
 #[tokio::test]
@@ -105,13 +100,18 @@ async fn long_output_is_capped_and_says_so() {
 async fn timeout_kills_the_whole_group() {
     let dir = tempfile::tempdir().unwrap();
     let run = run_in(dir.path());
-    let err = run
-        .call("shell", json!({"command": "sleep 300 & echo $! > grandchild.pid; echo started; wait", "timeout": 1}))
-        .await
-        .unwrap_err();
+    let sleep = unique_sleep(300);
+    let (outcome, pid) = tokio::join!(
+        run.call(
+            "shell",
+            json!({"command": format!("{sleep} & echo started; wait"), "timeout": 2}),
+        ),
+        running(&sleep)
+    );
+    let err = outcome.unwrap_err();
     assert_eq!(err.kind, CallErrorKind::Failed);
     assert!(
-        err.message.contains("timed out after 1 s"),
+        err.message.contains("timed out after 2 s"),
         "{}",
         err.message
     );
@@ -120,7 +120,6 @@ async fn timeout_kills_the_whole_group() {
         "partial output kept: {}",
         err.message
     );
-    let pid = read_pid(&dir.path().join("grandchild.pid")).await;
     assert!(gone(pid).await, "grandchild {pid} outlived the timeout");
 }
 
@@ -128,18 +127,24 @@ async fn timeout_kills_the_whole_group() {
 async fn finished_command_leaves_no_grandchild() {
     let dir = tempfile::tempdir().unwrap();
     let run = run_in(dir.path());
-    let result = run
-        .call("shell", json!({"command": "sleep 300 & echo $!"}))
-        .await
-        .unwrap();
-    let pid: i32 = result
-        .text_content()
-        .lines()
-        .nth(1)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let sleep = unique_sleep(300);
+    // The command ends once the test has seen its grandchild.
+    let mut seen = Gate::at(&dir.path().join("seen.fifo"));
+    let call = run.call(
+        "shell",
+        json!({"command": format!("{sleep} & read -r _ < seen.fifo; echo done")}),
+    );
+    let watcher = async {
+        let pid = running(&sleep).await;
+        seen.open();
+        pid
+    };
+    let (result, pid) = tokio::join!(call, watcher);
+    let text = result.unwrap().text_content();
+    assert!(
+        text.contains("done\n") && text.contains("[exit code 0"),
+        "{text}"
+    );
     assert!(
         gone(pid).await,
         "a background grandchild outlived its command"
@@ -151,17 +156,17 @@ async fn cancellation_kills_the_whole_group() {
     let dir = tempfile::tempdir().unwrap();
     let run = run_in(dir.path());
     let cancel = CancellationToken::new();
+    let sleep = unique_sleep(300);
     let call = run.call_with(
         "shell",
-        json!({"command": "sleep 300 & echo $! > grandchild.pid; wait"}),
+        json!({"command": format!("{sleep} & wait")}),
         CallOptions {
             cancel: cancel.clone(),
             ..Default::default()
         },
     );
-    let pid_file = dir.path().join("grandchild.pid");
     let canceller = async {
-        let pid = read_pid(&pid_file).await;
+        let pid = running(&sleep).await;
         cancel.cancel();
         pid
     };
@@ -214,30 +219,32 @@ async fn background_jobs_report_new_output_stop_and_end_with_the_run() {
         "output is reported once: {again}"
     );
 
+    let sleep = unique_sleep(300);
     let long = run
         .call(
             "shell",
-            json!({"command": "echo $$ > leader.pid; sleep 300", "is_background": true}),
+            json!({"command": format!("echo started; {sleep}; echo never"), "is_background": true}),
         )
         .await
         .unwrap();
     assert!(long.text_content().contains("bg_2"));
-    let leader = read_pid(&dir.path().join("leader.pid")).await;
+    let leader = running(&sleep).await;
     let stopped = run
         .call("shell", json!({"handle": "bg_2", "kill": true}))
         .await
         .unwrap()
         .text_content();
     assert!(stopped.contains("killed by signal 9"), "{stopped}");
-    assert!(gone(leader).await);
+    assert!(gone(leader).await, "the job's {leader} outlived its kill");
 
+    let sleep = unique_sleep(300);
     run.call(
         "shell",
-        json!({"command": "echo $$ > last.pid; sleep 300", "is_background": true}),
+        json!({"command": format!("{sleep}; echo never"), "is_background": true}),
     )
     .await
     .unwrap();
-    let last = read_pid(&dir.path().join("last.pid")).await;
+    let last = running(&sleep).await;
     run.shutdown().await;
     assert!(gone(last).await, "a background job outlived the run");
 }

@@ -8,7 +8,9 @@ mod peer;
 use std::path::Path;
 use std::time::Duration;
 
-use gantry_core::testing::{err, exited, fails, ok, read, workspace_with};
+use gantry_core::testing::{
+    err, exited, fails, ok, parent_of, process_running, read, unique_sleep, workspace_with,
+};
 use gantry_core::{ApprovalMode, CallErrorKind, Family, Run, Settings, Surface, Tier, Workspace};
 use serde_json::{Value, json};
 
@@ -237,14 +239,12 @@ fn alive(pid: i32) -> bool {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_kill_mid_run_stops_the_command_and_every_process_it_started() {
-    let outside = tempfile::tempdir().unwrap();
-    let pids = outside.path().join("pids");
-    let command = format!(
-        "echo $$ > {pids}; sleep 30 & echo $! >> {pids}; wait; echo changed > victim.txt",
-        pids = pids.display()
-    );
-    let server_pid = outside.path().join("server.pid");
-    let server = format!("echo $$ > {}; exec sleep 40", server_pid.display());
+    // Named by their sleeps: a command's `$$` and `$!` are pids of its own
+    // PID namespace, meaningless to the test.
+    let sleep = unique_sleep(30);
+    let command = format!("{sleep} & wait; echo changed > victim.txt");
+    let server_sleep = unique_sleep(40);
+    let server = format!("exec {server_sleep}");
     let peer = Peer::start(json!({"conversations": {
         "BRIEF-KILL": [
             {"tool_calls": [{"name": "shell", "arguments": {"command": server, "is_background": true}}]},
@@ -263,27 +263,16 @@ async fn a_kill_mid_run_stops_the_command_and_every_process_it_started() {
     )
     .await;
 
-    // Both the shell and its background sleep are up.
-    let mut started = Vec::new();
-    for _ in 0..200 {
-        started = std::fs::read_to_string(&pids)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| line.trim().parse::<i32>().ok())
-            .collect();
-        if started.len() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(started.len(), 2, "the worker's command did not start");
-    started.push(
-        std::fs::read_to_string(&server_pid)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap(),
-    );
+    // The shell, its background sleep and the background server are up.
+    let bound = Duration::from_secs(20);
+    let child = process_running(&sleep, bound)
+        .await
+        .expect("the worker's command did not start");
+    let shell = parent_of(child).expect("the sleep runs");
+    let server = process_running(&server_sleep, bound)
+        .await
+        .expect("the worker's background server did not start");
+    let started = [shell, child, server];
     assert!(started.iter().all(|pid| alive(*pid)));
 
     let busy = err(
