@@ -182,9 +182,23 @@ fn locked_flags(path: &Path) -> io::Result<libc::c_ulong> {
         .fold(0, |flags, (_, ms)| flags | ms))
 }
 
-/// Binds `path` onto itself, read-only when `read_only`.
+/// Binds `path` onto itself, read-only when `read_only`. Through a handle
+/// opened without following a link: a path swapped for a symlink since
+/// the plan was made (by a command of another namespace) is not followed
+/// to wherever it points; it counts as gone. Once bound, the path is a
+/// mount point, which nothing can rename or remove.
 fn bind_self(path: &Path, read_only: bool) -> io::Result<()> {
-    mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)?;
+    use rustix::fs::{FileType, Mode, OFlags};
+    let handle = rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    if FileType::from_raw_mode(rustix::fs::fstat(&handle)?.st_mode) == FileType::Symlink {
+        return Err(io::Error::from(io::ErrorKind::NotFound));
+    }
+    let held = PathBuf::from(format!("/proc/self/fd/{}", handle.as_raw_fd()));
+    mount(Some(&held), &held, None, libc::MS_BIND | libc::MS_REC, None)?;
     if read_only {
         let keep = locked_flags(path)?;
         mount(
