@@ -84,8 +84,14 @@ impl Client {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "root".into());
+        // No process id: a server runs in a PID namespace of its own,
+        // where Gantry's pid names no process (or another one), and
+        // servers built on vscode-languageserver poll the pid given here
+        // every 3 s and exit when it is gone. Gantry ends its servers
+        // itself (their group, their namespace's init), and a server
+        // exits when its input closes.
         let params = json!({
-            "processId": std::process::id(),
+            "processId": null,
             "clientInfo": {"name": "gantry", "version": env!("CARGO_PKG_VERSION")},
             "rootPath": root,
             "rootUri": uri,

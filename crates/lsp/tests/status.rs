@@ -80,6 +80,28 @@ async fn no_marker_means_nothing_starts_and_says_so() {
 }
 
 /// An executable shell script at `path`.
+/// A run on `workspace` whose user settings are `user` (in `home`), with
+/// the workspace's settings file, if any, approved as it is (`gantry trust`), so
+/// that `trustedFolders` alone decides; and the family's settings warnings.
+fn with_user_settings(
+    workspace: &std::path::Path,
+    home: &std::path::Path,
+    user: serde_json::Value,
+) -> (gantry_core::Run, String) {
+    let user_file = home.join("settings.json");
+    std::fs::write(&user_file, user.to_string()).unwrap();
+    if workspace.join(".gantry/settings.json").exists() {
+        gantry_core::trust::Approvals::beside(&user_file)
+            .approve(workspace)
+            .unwrap();
+    }
+    let settings = gantry_core::Settings::load_from(&user_file, workspace).unwrap();
+    let warnings = gantry_core::Family::check_settings(&gantry_lsp::LspFamily, &settings);
+    let builder = gantry_core::Run::builder(gantry_core::Workspace::new(workspace).unwrap())
+        .settings(settings);
+    (gantry_lsp::register(builder).build(), warnings.join("\n"))
+}
+
 fn script(path: &std::path::Path, body: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
@@ -119,7 +141,9 @@ async fn a_binary_that_does_not_run_is_unusable_and_says_why() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_dies_is_quoted_by_its_error_not_its_backtrace() {
-    let bin = tempfile::tempdir().unwrap();
+    // Not in the temp directory: a server binary where a confined command
+    // could write is refused.
+    let bin = gantry_core::testing::outside_the_writable_defaults();
     let server = bin.path().join("gopls");
     // Answers its probe, then panics as a server, backtrace and all.
     script(
@@ -153,8 +177,8 @@ async fn a_server_that_dies_is_quoted_by_its_error_not_its_backtrace() {
 /// A cloned repository may tune the servers but not choose what they run:
 /// its `.gantry/settings.json`'s `command` is ignored (and said so), and a
 /// binary it ships (`node_modules/.bin/gopls`) is passed over, never even
-/// probed, unless the user's `trustedFolders` lists the folder. Language
-/// servers run unconfined, on the first file read.
+/// probed, unless the user's `trustedFolders` lists the folder (and then
+/// it is probed read-only, and runs confined).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_untrusted_workspace_cannot_choose_a_servers_program() {
     let dir = gantry_core::testing::workspace_with(&[
@@ -170,22 +194,10 @@ async fn an_untrusted_workspace_cannot_choose_a_servers_program() {
     ]);
     let planted = dir.path().join("node_modules/.bin/gopls");
     std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
-    let ran = dir.path().join("planted-ran");
-    script(&planted, &format!("touch '{}'; exit 1", ran.display()));
+    // A probe runs read-only: the planted binary says it ran on its output.
+    script(&planted, "echo planted-ran >&2; exit 1");
     let home = tempfile::tempdir().unwrap();
-    let status_with = |user: serde_json::Value| {
-        let user_file = home.path().join("settings.json");
-        std::fs::write(&user_file, user.to_string()).unwrap();
-        // The file as it is, approved (`gantry trust`); the folder's listing decides.
-        gantry_core::trust::Approvals::beside(&user_file)
-            .approve(dir.path())
-            .unwrap();
-        let settings = gantry_core::Settings::load_from(&user_file, dir.path()).unwrap();
-        let warnings = gantry_core::Family::check_settings(&gantry_lsp::LspFamily, &settings);
-        let builder = gantry_core::Run::builder(gantry_core::Workspace::new(dir.path()).unwrap())
-            .settings(settings);
-        (gantry_lsp::register(builder).build(), warnings.join("\n"))
-    };
+    let status_with = |user: serde_json::Value| with_user_settings(dir.path(), home.path(), user);
 
     let (run, warnings) = status_with(json!({}));
     let status = lsp(&run, json!({"action": "status"})).await;
@@ -207,8 +219,8 @@ async fn an_untrusted_workspace_cannot_choose_a_servers_program() {
     let refused = lsp(&run, hover.clone()).await;
     assert!(refused.contains("not found in PATH"), "{refused}");
     assert!(
-        !ran.exists(),
-        "the planted binary ran in an untrusted folder"
+        !refused.contains("planted-ran") && !status.contains("planted-ran"),
+        "the planted binary ran in an untrusted folder: {status}\n{refused}"
     );
     run.shutdown().await;
 
@@ -224,8 +236,11 @@ async fn an_untrusted_workspace_cannot_choose_a_servers_program() {
     run.shutdown().await;
     std::fs::write(dir.path().join(".gantry/settings.json"), "{}").unwrap();
     let (run, _) = status_with(json!({"trustedFolders": [dir.path()]}));
-    lsp(&run, hover).await;
-    assert!(ran.exists(), "a trusted folder's own binary is tried");
+    let tried = lsp(&run, hover).await;
+    assert!(
+        tried.contains("node_modules/.bin/gopls version` exited with code 1: planted-ran"),
+        "a trusted folder's own binary is tried: {tried}"
+    );
     run.shutdown().await;
 }
 
@@ -237,7 +252,14 @@ async fn an_untrusted_workspace_cannot_choose_a_servers_program() {
 async fn a_project_checker_runs_in_the_runs_sandbox() {
     let outside = gantry_core::testing::outside_the_writable_defaults();
     let target = outside.path().join("written-by-the-checker");
-    let (dir, run) = project(&[("tsconfig.json", "{}\n")], json!({}));
+    // Trusted: an untrusted folder's checker is looked for on PATH only.
+    let dir = gantry_core::testing::workspace_with(&[("tsconfig.json", "{}\n")]);
+    let home = tempfile::tempdir().unwrap();
+    let (run, _) = with_user_settings(
+        dir.path(),
+        home.path(),
+        json!({"trustedFolders": [dir.path()]}),
+    );
     if !gantry_process::Sandbox::of(&run).await.confines() {
         assert!(
             gantry_core::testing::skip_requested(
