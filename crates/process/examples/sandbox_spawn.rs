@@ -10,6 +10,7 @@
 
 use std::time::{Duration, Instant};
 
+use gantry_process::network::Network;
 use gantry_process::sandbox::{Mode, Policy};
 use gantry_process::{Command, Sandbox};
 
@@ -43,8 +44,9 @@ fn main() {
     };
     let sides = [
         ("unconfined", Sandbox::new(off, &roots)),
-        ("sandbox, network allowed", confined(true)),
-        ("sandbox, network denied", confined(false)),
+        ("sandbox, network allowed", confined(Network::Allow)),
+        ("sandbox, network denied", confined(Network::Deny)),
+        ("sandbox, network of its own", confined(Network::default())),
     ];
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mut took = vec![Vec::with_capacity(rounds); sides.len()];

@@ -112,6 +112,26 @@ pub struct Command {
     sandbox: Sandbox,
     /// Descriptors the child keeps at their numbers: [`Command::pass_fd`].
     passed: Vec<std::sync::Arc<OwnedFd>>,
+    /// Ports of its own loopback Gantry accepts on:
+    /// [`Command::listen_inside`].
+    inbound: Vec<u16>,
+    /// Who is asked when it connects to a host the network policy does
+    /// not list: [`Command::asking`].
+    asker: Asker,
+}
+
+/// The person a command's connections are asked about, if any.
+#[derive(Clone, Default)]
+struct Asker(Option<std::sync::Arc<dyn gantry_core::human::Human>>);
+
+impl std::fmt::Debug for Asker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "a person"
+        } else {
+            "nobody"
+        })
+    }
 }
 
 impl Command {
@@ -136,7 +156,31 @@ impl Command {
             direct: false,
             sandbox: sandbox.clone(),
             passed: Vec::new(),
+            inbound: Vec::new(),
+            asker: Asker::default(),
         }
+    }
+
+    /// Listens on `port` of the child's own loopback, where the sandbox
+    /// gives it a network of its own ([`Sandbox::own_network`]), for
+    /// Gantry to accept on: [`Child::take_inbound`]. A program Gantry
+    /// talks to over TCP dials it there (a debug adapter's
+    /// `--client-addr`), since nothing outside reaches that loopback.
+    pub fn listen_inside(&mut self, port: u16) -> &mut Self {
+        self.inbound.push(port);
+        self
+    }
+
+    /// Asks `human` (the person behind the call that runs the command)
+    /// when the command connects to a host the network policy does not
+    /// list and says to ask about; without one such connections are
+    /// refused.
+    pub fn asking(
+        &mut self,
+        human: Option<std::sync::Arc<dyn gantry_core::human::Human>>,
+    ) -> &mut Self {
+        self.asker = Asker(human);
+        self
     }
 
     /// Adds an argument.
@@ -245,12 +289,12 @@ impl Command {
     pub fn spawn(&self) -> io::Result<Child> {
         let reaper = if self.direct { None } else { reaper::located() };
         let confinement = self.sandbox.confinement()?;
-        let (namespaces, protected_absent, scratch) = match reaper {
-            Some(_) => match self.sandbox.namespace_plan()? {
-                Some((plan, spawn)) => (Some(plan), spawn.absent, spawn.scratch),
-                None => (None, Vec::new(), Vec::new()),
+        let (namespaces, protected_absent, scratch, listening) = match reaper {
+            Some(_) => match self.sandbox.namespace_plan(&self.inbound)? {
+                Some((plan, spawn)) => (Some(plan), spawn.absent, spawn.scratch, spawn.plan.listen),
+                None => (None, Vec::new(), Vec::new(), Vec::new()),
             },
-            None => (None, Vec::new(), Vec::new()),
+            None => (None, Vec::new(), Vec::new(), Vec::new()),
         };
         // The reaper gets the environment, directory and stdio, and hands
         // them on to the command; it confines itself and the command in
@@ -278,9 +322,19 @@ impl Command {
             .inherit
             .as_ref()
             .unwrap_or_else(|| self.sandbox.environment());
+        // The proxy is announced where it is the way out.
+        let proxy = self
+            .sandbox
+            .proxy()
+            .filter(|_| listening.contains(&crate::network::PROXY_PORT));
         command
             .env_clear()
             .envs(inherit.environment())
+            .envs(
+                proxy
+                    .map(|_| crate::network::proxy::environment())
+                    .unwrap_or_default(),
+            )
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .stdin(if self.stdin {
@@ -318,7 +372,7 @@ impl Command {
                 None
             }
         };
-        let (mut spawned, control) = match setup {
+        let (mut spawned, mut control) = match setup {
             Some(setup) => {
                 let (spawned, control) = setup.spawn(&mut command)?;
                 (spawned, Some(control))
@@ -331,6 +385,19 @@ impl Command {
         // Our copies of the write ends close here: the reader sees the end
         // of output once the child's processes have closed theirs.
         drop(command);
+        let listeners = control
+            .as_mut()
+            .map(reaper::Control::take_listeners)
+            .unwrap_or_default();
+        let network = match proxy {
+            Some(proxy) => Some(OwnNetwork::serve(
+                proxy,
+                listening.into_iter().zip(listeners).collect(),
+                &self.inbound,
+                self.asker.0.clone(),
+            )),
+            None => None,
+        };
         let leader = Leader::new(spawned.id(), control).map_err(|(error, control)| {
             // Without a pidfd there is no safe way to signal it later: end
             // it now, while the pid is surely still its (a reaper told to
@@ -356,7 +423,9 @@ impl Command {
             stderr: None,
             protected_absent,
             _scratch: Scratch(scratch),
+            network: None,
         };
+        child.network = network.transpose()?;
         // From here on an error drops `child`, which kills the group.
         if let Some(stdin) = spawned.stdin.take() {
             child.stdin = Some(pipe::Sender::from_owned_fd(OwnedFd::from(stdin))?);
@@ -394,6 +463,47 @@ pub struct Child {
     /// Folders made for its namespaces, held only to be removed when it
     /// is dropped.
     _scratch: Scratch,
+    /// Its own network's side in Gantry, where it has one.
+    network: Option<OwnNetwork>,
+}
+
+/// A child's own network, as Gantry holds it: the proxy serving its
+/// listeners, what was refused to it, and the listeners Gantry accepts
+/// on itself.
+struct OwnNetwork {
+    _serving: crate::network::proxy::Serving,
+    tap: std::sync::Arc<crate::network::proxy::Tap>,
+    inbound: std::sync::Mutex<Vec<(u16, OwnedFd)>>,
+}
+
+impl OwnNetwork {
+    /// `listeners` by port, in the plan's order: the proxy's, the host's
+    /// loopback ports, then `inbound`.
+    fn serve(
+        proxy: &std::sync::Arc<crate::network::Proxy>,
+        listeners: Vec<(u16, OwnedFd)>,
+        inbound: &[u16],
+        asker: Option<std::sync::Arc<dyn gantry_core::human::Human>>,
+    ) -> io::Result<OwnNetwork> {
+        let mut own = None;
+        let mut host_ports = Vec::new();
+        let mut accepted = Vec::new();
+        for (port, listener) in listeners {
+            if port == crate::network::PROXY_PORT && own.is_none() {
+                own = Some(listener);
+            } else if inbound.contains(&port) {
+                accepted.push((port, listener));
+            } else {
+                host_ports.push((port, listener));
+            }
+        }
+        let tap = crate::network::proxy::Tap::new(asker);
+        Ok(OwnNetwork {
+            _serving: proxy.serve(own, host_ports, tap.clone())?,
+            tap,
+            inbound: std::sync::Mutex::new(accepted),
+        })
+    }
 }
 
 /// Folders Gantry made for one child (its overlays' work folders),
@@ -418,6 +528,31 @@ impl Child {
             .filter(|path| path.symlink_metadata().is_ok())
             .cloned()
             .collect()
+    }
+
+    /// The connections the network policy refused to the child, each with
+    /// why (`pkg.example.org:443 (it is not in ...)`): for its result.
+    pub fn network_refused(&self) -> Vec<String> {
+        self.network
+            .as_ref()
+            .map(|network| network.tap.refused())
+            .unwrap_or_default()
+    }
+
+    /// The listener on `port` of the child's own loopback
+    /// ([`Command::listen_inside`]), once; `None` where it has no network
+    /// of its own.
+    pub fn take_inbound(&self, port: u16) -> io::Result<Option<tokio::net::TcpListener>> {
+        let Some(network) = &self.network else {
+            return Ok(None);
+        };
+        let mut inbound = network.inbound.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(index) = inbound.iter().position(|(p, _)| *p == port) else {
+            return Ok(None);
+        };
+        let listener = std::net::TcpListener::from(inbound.remove(index).1);
+        listener.set_nonblocking(true)?;
+        tokio::net::TcpListener::from_std(listener).map(Some)
     }
 
     /// The program's pid, which is also the id of its process group.

@@ -53,6 +53,7 @@ pub mod capture;
 pub mod child;
 pub mod env;
 pub mod framing;
+pub mod network;
 pub mod pass;
 pub mod pending;
 pub mod program;

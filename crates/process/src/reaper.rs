@@ -277,7 +277,7 @@ impl Setup {
         };
         let mut spawned = spawned;
         match handshake(&ours) {
-            Ok((command, pending)) => {
+            Ok((command, pending, listeners)) => {
                 ours.set_nonblocking(true)?;
                 Ok((
                     spawned,
@@ -285,6 +285,7 @@ impl Setup {
                         socket: ours,
                         command,
                         pending,
+                        listeners,
                     },
                 ))
             }
@@ -299,17 +300,35 @@ impl Setup {
     }
 }
 
-/// Reads the reaper's first line: `pid N`, or `error ERRNO`.
-fn handshake(socket: &UnixStream) -> io::Result<(Pid, Vec<u8>)> {
+/// Reads the reaper's first line: `pid N` (with the listeners of the
+/// command's own network attached), or `error ERRNO`.
+fn handshake(socket: &UnixStream) -> io::Result<(Pid, Vec<u8>, Vec<OwnedFd>)> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
     socket.set_read_timeout(Some(HANDSHAKE))?;
     let mut got = Vec::new();
     let mut chunk = [0u8; 64];
+    let mut listeners = Vec::new();
+    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(16))];
     let line = loop {
         if let Some(end) = got.iter().position(|&b| b == b'\n') {
             let rest = got.split_off(end + 1);
             break (String::from_utf8_lossy(&got).trim().to_string(), rest);
         }
-        match (&*socket).read(&mut chunk) {
+        let mut ancillary = RecvAncillaryBuffer::new(&mut space);
+        let received = recvmsg(
+            socket,
+            &mut [io::IoSliceMut::new(&mut chunk)],
+            &mut ancillary,
+            RecvFlags::CMSG_CLOEXEC,
+        )
+        .map(|message| message.bytes)
+        .map_err(io::Error::from);
+        for message in ancillary.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = message {
+                listeners.extend(fds);
+            }
+        }
+        match received {
             Ok(0) => {
                 return Err(io::Error::other(
                     "the reaper exited before it started the command",
@@ -337,7 +356,7 @@ fn handshake(socket: &UnixStream) -> io::Result<(Pid, Vec<u8>)> {
     let (line, rest) = line;
     let parsed = |word: &str| line.strip_prefix(word).and_then(|n| n.trim().parse().ok());
     if let Some(pid) = parsed("pid ").and_then(Pid::from_raw) {
-        return Ok((pid, rest));
+        return Ok((pid, rest, listeners));
     }
     if let Some(error) = parse_error(&line) {
         return Err(error);
@@ -353,12 +372,20 @@ pub(crate) struct Control {
     socket: UnixStream,
     command: Pid,
     pending: Vec<u8>,
+    /// The listeners on the command's own loopback, in the plan's order,
+    /// until taken.
+    listeners: Vec<OwnedFd>,
 }
 
 impl Control {
     /// The command's pid, which is also its process group's id.
     pub(crate) fn command(&self) -> Pid {
         self.command
+    }
+
+    /// The listeners on the command's own loopback, in the plan's order.
+    pub(crate) fn take_listeners(&mut self) -> Vec<OwnedFd> {
+        std::mem::take(&mut self.listeners)
     }
 
     /// Asks the reaper to end everything (SIGKILL) or to ask the command's
@@ -612,7 +639,7 @@ fn reap(options: Options) -> i32 {
         // and starts the command (Landlock forbids the mounts it makes
         // first). The reaper stays outside the command's Landlock domain,
         // where a confined command can neither signal nor trace it.
-        Ok(Some(plan)) => namespace::enter(&plan).and_then(|()| {
+        Ok(Some(plan)) => namespace::enter(&plan).and_then(|listeners| {
             // The rules again, on what the paths are now (an overlay is
             // new inodes, which rules made before it never name).
             let confine_here = || {
@@ -626,15 +653,15 @@ fn reap(options: Options) -> i32 {
                 restrict(prepared.descriptors().0, filter)
             };
             namespace::Init::start(&confine_here, &|| spawn_command(&program, &args))
-                .map(|(init, command)| (command, Some(init)))
+                .map(|(init, command)| (command, Some(init), listeners))
         }),
         // Confined before the command starts, which inherits the
         // confinement.
         Ok(None) => confine()
             .and_then(|()| spawn_command(&program, &args))
-            .map(|command| (command, None)),
+            .map(|command| (command, None, Vec::new())),
     };
-    let (command, init) = match started {
+    let (command, init, listeners) = match started {
         Ok(started) => started,
         Err(e) => {
             say(&error_line(&e, libc::EPERM));
@@ -645,7 +672,13 @@ fn reap(options: Options) -> i32 {
             };
         }
     };
-    say(&format!("pid {}\n", command.as_raw_nonzero()));
+    // The pid, with the listeners of the command's own network (Gantry
+    // serves them; ours close).
+    if let Some(control) = &control {
+        let line = format!("pid {}\n", command.as_raw_nonzero());
+        let _ = send_with_fds(control, line.as_bytes(), &listeners);
+    }
+    drop(listeners);
     // Keep no copy of the command's stdio: its readers see their end when
     // the command's processes are done, its writers their EPIPE.
     if let Ok(null) = std::fs::File::options()
@@ -710,6 +743,25 @@ fn reap(options: Options) -> i32 {
         (_, Some(signal)) => 128 + signal,
         _ => 128,
     }
+}
+
+/// Sends `bytes` with `fds` attached (`SCM_RIGHTS`).
+fn send_with_fds(socket: &UnixStream, bytes: &[u8], fds: &[OwnedFd]) -> io::Result<()> {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
+    let borrowed: Vec<_> = fds.iter().map(|fd| fd.as_fd()).collect();
+    let mut space =
+        vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(borrowed.len()))];
+    let mut ancillary = SendAncillaryBuffer::new(&mut space);
+    if !borrowed.is_empty() && !ancillary.push(SendAncillaryMessage::ScmRights(&borrowed)) {
+        return Err(io::Error::from_raw_os_error(libc::E2BIG));
+    }
+    sendmsg(
+        socket,
+        &[io::IoSlice::new(bytes)],
+        &mut ancillary,
+        SendFlags::NOSIGNAL,
+    )?;
+    Ok(())
 }
 
 /// Starts the command in a process group of its own, with no signal

@@ -12,6 +12,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gantry_process::network::Network;
 use gantry_process::sandbox::{FS_ABI, Mode, NET_ABI, Policy, kernel_abi};
 use gantry_process::{Command, Reach, Sandbox, Stderr, Stdout};
 
@@ -44,6 +45,10 @@ fn scratch() -> tempfile::TempDir {
 }
 
 fn sandbox(mode: Mode, network: bool, workspace: &Path) -> Sandbox {
+    let network = match network {
+        true => Network::Allow,
+        false => Network::Deny,
+    };
     let policy = Policy {
         mode,
         mode_chosen: true,
@@ -316,7 +321,7 @@ async fn a_kernel_without_landlock_refuses_a_chosen_mode_and_defaults_to_off() {
 
     // network: false cannot fall back to off: refused.
     let offline = Policy {
-        network: false,
+        network: Network::Deny,
         ..Policy::default()
     };
     let refused = Sandbox::on_kernel(offline, &roots, FS_ABI);

@@ -119,7 +119,7 @@ fn refused(sandbox: &Sandbox, output: &str) -> Option<String> {
             .filter(|path| !path.starts_with("/dev/tcp") && !path.starts_with("/dev/udp"))
             .collect();
         if paths.is_empty() {
-            refused_socket |= !policy.network;
+            refused_socket |= !policy.network.sockets();
             refused_unnamed |= policy.mode == Mode::ReadOnly;
             continue;
         }

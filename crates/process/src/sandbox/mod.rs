@@ -64,6 +64,7 @@ use gantry_core::{Resource, Run, async_trait};
 use serde::Deserialize;
 
 use crate::env::EnvPolicy;
+use crate::network::{self, Network, NetworkSetting, Proxy};
 
 pub(crate) use self::landlock::{Prepared, abi as landlock_abi, read_filter, restrict};
 use self::paths::Layout;
@@ -117,8 +118,9 @@ pub struct SandboxSettings {
     /// Directories writable besides the workspace, the temp directory and
     /// the caches (absolute, or `~/`).
     pub writable_roots: Option<Vec<String>>,
-    /// `false` denies outbound and listening sockets but Unix ones.
-    pub network: Option<bool>,
+    /// `"deny"`, `"allow"`, or the proxy's allowlist (the default, with
+    /// nothing listed): see [`crate::network`].
+    pub network: Option<NetworkSetting>,
     /// The build caches kept writable, replacing [`default_caches`]
     /// (`[]`: none).
     pub caches: Option<Vec<String>>,
@@ -160,8 +162,8 @@ pub struct Policy {
     pub writable_roots: Vec<PathBuf>,
     /// The caches kept writable, resolved.
     pub caches: Vec<PathBuf>,
-    /// Whether sockets are allowed.
-    pub network: bool,
+    /// The network commands get.
+    pub network: Network,
     /// `protect` beyond the defaults, as written (relative or resolved).
     pub protect: Vec<PathBuf>,
     /// `hide` beyond the defaults, resolved.
@@ -180,7 +182,7 @@ impl Default for Policy {
             mode_chosen: false,
             writable_roots: Vec::new(),
             caches: default_caches(),
-            network: true,
+            network: Network::default(),
             protect: Vec::new(),
             hide: Vec::new(),
             require_namespaces: false,
@@ -209,14 +211,24 @@ impl Policy {
         user: Option<SandboxSettings>,
         workspace: Option<SandboxSettings>,
         workspace_trusted: bool,
-    ) -> Layered {
+    ) -> Result<Layered, String> {
         let user = user.unwrap_or_default();
+        let resolve_network = |setting: &Option<NetworkSetting>| {
+            setting.as_ref().map(NetworkSetting::resolve).transpose()
+        };
+        let user_network = resolve_network(&user.network)?.unwrap_or_default();
+        let workspace_network = match &workspace {
+            Some(workspace) => resolve_network(&workspace.network)?,
+            None => None,
+        };
+        let (network, mut ignored) =
+            network::layered(user_network, workspace_network, workspace_trusted);
         let mut policy = Policy {
             mode: user.mode.unwrap_or_default(),
             mode_chosen: user.mode.is_some(),
             writable_roots: resolve_all(user.writable_roots.unwrap_or_default()),
             caches: user.caches.map(resolve_all).unwrap_or_else(default_caches),
-            network: user.network.unwrap_or(true),
+            network,
             protect: resolve_all(user.protect.unwrap_or_default()),
             hide: resolve_all(user.hide.unwrap_or_default()),
             require_namespaces: user
@@ -224,9 +236,8 @@ impl Policy {
                 .is_some_and(|required| required.contains(&Requirement::Namespaces)),
             namespaces: user.namespaces.unwrap_or(true),
         };
-        let mut ignored = Vec::new();
         let Some(workspace) = workspace else {
-            return Layered { policy, ignored };
+            return Ok(Layered { policy, ignored });
         };
         // What only tightens is honoured from any workspace, trusted or
         // not; nothing a workspace says removes a protection.
@@ -251,9 +262,8 @@ impl Policy {
             if let Some(caches) = workspace.caches {
                 policy.caches = resolve_all(caches);
             }
-            policy.network = workspace.network.unwrap_or(policy.network);
             policy.namespaces = workspace.namespaces.unwrap_or(policy.namespaces);
-            return Layered { policy, ignored };
+            return Ok(Layered { policy, ignored });
         }
         match workspace.namespaces {
             Some(false) if policy.namespaces => {
@@ -279,13 +289,6 @@ impl Policy {
                 roots.join(", ")
             ));
         }
-        match workspace.network {
-            Some(true) if !policy.network => {
-                ignored.push("network: true (the user's settings deny it)".into())
-            }
-            Some(network) => policy.network = network,
-            None => {}
-        }
         if let Some(caches) = workspace.caches {
             let (kept, extra): (Vec<PathBuf>, Vec<PathBuf>) = resolve_all(caches)
                 .into_iter()
@@ -298,7 +301,7 @@ impl Policy {
             }
             policy.caches = kept;
         }
-        Layered { policy, ignored }
+        Ok(Layered { policy, ignored })
     }
 
     /// The policy of a run's settings; an error names the section and the
@@ -310,11 +313,23 @@ impl Policy {
         let workspace = settings
             .workspace_section::<SandboxSettings>(SETTINGS_KEY)
             .map_err(|e| e.to_string())?;
-        Ok(Policy::layered(
-            user,
-            workspace,
-            settings.workspace_trusted(),
-        ))
+        let mut layered = Policy::layered(user, workspace, settings.workspace_trusted())?;
+        // What the user answered "allow always" to, kept beside their
+        // settings (user level: a workspace cannot write there).
+        let file = network::proxy::allowlist_file();
+        let remembered = network::proxy::remembered(&file)?
+            .iter()
+            .map(|entry| {
+                network::HostRule::parse(entry).map_err(|e| format!("{}: {e}", file.display()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if !remembered.is_empty()
+            && let Some(mut proxy) = layered.policy.network.proxy()
+        {
+            proxy.allow.extend(remembered);
+            layered.policy.network = Network::Proxied(proxy);
+        }
+        Ok(layered)
     }
 }
 
@@ -433,6 +448,11 @@ struct Inner {
     abi: u32,
     namespaces: Namespaces,
     state: State,
+    /// The run's proxy, where commands get a network of their own.
+    proxy: Option<Arc<Proxy>>,
+    /// Why the network is not what the settings asked for, when the
+    /// machine cannot give it.
+    network_note: Option<String>,
 }
 
 /// The layer under Landlock, for a confining sandbox.
@@ -491,7 +511,7 @@ impl Namespaces {
                     &policy.protect,
                     &policy.hide,
                     &caches,
-                    policy.network,
+                    &policy.network,
                 ))
             }
             Err(why) => Namespaces::Missing(format!(
@@ -550,14 +570,48 @@ impl Sandbox {
             abi,
             namespaces: Namespaces::Off,
             state: State::Unconfined(String::new()),
+            proxy: None,
+            network_note: None,
         })
     }
 
     /// The sandbox of `inner`'s policy, roots and writable places, its
-    /// namespaces and state decided here (those given are replaced).
+    /// namespaces, network and state decided here (those given are
+    /// replaced).
     fn assemble(mut inner: Inner) -> Sandbox {
         inner.namespaces = Namespaces::for_policy(&inner.policy, &inner.roots, &inner.writable);
+        // The default proxy needs the command's own network namespace;
+        // without one it gives way to no network (or, on a kernel that
+        // cannot deny it, the whole network), said in `gantry status`.
+        if let (Namespaces::Missing(why), Network::Default) =
+            (&inner.namespaces, &inner.policy.network)
+            && inner.policy.mode != Mode::Off
+        {
+            let (network, what) = if inner.abi >= NET_ABI {
+                (Network::Deny, "no network at all")
+            } else {
+                (
+                    Network::Allow,
+                    "the whole network (this kernel's Landlock cannot deny it)",
+                )
+            };
+            inner.network_note = Some(format!(
+                "commands get {what} instead of the proxy (which needs their own network                  namespace: {why}); set `{SETTINGS_KEY}.network` to \"deny\" or \"allow\" to                  choose"
+            ));
+            inner.policy.network = network;
+            inner.namespaces = Namespaces::for_policy(&inner.policy, &inner.roots, &inner.writable);
+        }
         inner.state = decide(&inner.policy, &inner.writable, inner.abi, &inner.namespaces);
+        inner.proxy = match (
+            &inner.state,
+            &inner.namespaces,
+            inner.policy.network.proxy(),
+        ) {
+            (State::Confined(_), Namespaces::Given(_), Some(policy)) => {
+                Some(Proxy::new(policy, Some(network::proxy::allowlist_file())))
+            }
+            _ => None,
+        };
         Sandbox {
             inner: Arc::new(inner),
         }
@@ -576,6 +630,9 @@ impl Sandbox {
                 }
                 if let Some(why) = sandbox.without_namespaces() {
                     run.notify(format!("the sandbox is weaker here: {why}"));
+                }
+                if let Some(note) = &sandbox.inner.network_note {
+                    run.notify(format!("the sandbox's network: {note}"));
                 }
                 Ok(Arc::new(RunSandbox(sandbox)))
             })
@@ -624,6 +681,8 @@ impl Sandbox {
                         "the sandbox settings cannot be read, so commands are refused: {error}; \
                          fix the section"
                     )),
+                    proxy: None,
+                    network_note: None,
                 }),
             },
         }
@@ -656,6 +715,8 @@ impl Sandbox {
                 abi: *abi,
                 namespaces: Namespaces::Off,
                 state: State::Unconfined("a person approved running it outside the sandbox".into()),
+                proxy: None,
+                network_note: None,
             }),
         }
     }
@@ -684,7 +745,7 @@ impl Sandbox {
         } = &*self.inner;
         let mut writable = writable.clone();
         writable.push(place.to_path_buf());
-        Self::assemble(Inner {
+        let mut widened = Self::assemble(Inner {
             policy: policy.clone(),
             env: env.clone(),
             roots: roots.clone(),
@@ -693,7 +754,16 @@ impl Sandbox {
             abi: *abi,
             namespaces: Namespaces::Off,
             state: State::Unconfined(String::new()),
-        })
+            proxy: None,
+            network_note: None,
+        });
+        // The same run, the same proxy (its answers, its record).
+        if let (Some(inner), Some(proxy)) = (Arc::get_mut(&mut widened.inner), &self.inner.proxy)
+            && inner.proxy.is_some()
+        {
+            inner.proxy = Some(proxy.clone());
+        }
+        widened
     }
 
     /// The policy in force.
@@ -704,6 +774,19 @@ impl Sandbox {
     /// Whether commands run confined.
     pub fn confines(&self) -> bool {
         matches!(self.inner.state, State::Confined(_))
+    }
+
+    /// The run's proxy, when commands get a network of their own.
+    pub(crate) fn proxy(&self) -> Option<&Arc<Proxy>> {
+        self.inner.proxy.as_ref()
+    }
+
+    /// Whether each command gets a network of its own (loopback, and the
+    /// proxy): a program Gantry talks to over TCP must then dial Gantry
+    /// ([`Command::listen_inside`](crate::Command::listen_inside)), since
+    /// nothing outside reaches its loopback.
+    pub fn own_network(&self) -> bool {
+        self.inner.proxy.is_some()
     }
 
     /// Why commands are refused, when they are.
@@ -723,7 +806,7 @@ impl Sandbox {
     /// debug adapter that talks to its debuggee over a port) when
     /// `network: false` denies it.
     pub fn needs_loopback_tcp(&self, what: &str) -> Result<(), String> {
-        if self.inner.policy.network || !self.confines() {
+        if self.inner.policy.network.sockets() || !self.confines() {
             return Ok(());
         }
         Err(format!(
@@ -763,12 +846,30 @@ impl Sandbox {
             State::Confined(_) => format!(
                 "sandbox: {} ({kernel}), network {}; reads are not confined (Landlock has no \
                  deny rules)",
-                policy.mode,
-                if policy.network { "allowed" } else { "denied" }
+                policy.mode, policy.network
             ),
             State::Unconfined(why) => format!("sandbox: off: {why}"),
             State::Refused(why) => format!("sandbox: {why}"),
         }];
+        if let Some(note) = &self.inner.network_note {
+            lines.push(format!("sandbox: {note}"));
+        }
+        if let Some(proxy) = &self.inner.proxy {
+            lines.push(format!(
+                "sandbox: each command has a network of its own: its loopback works (its own \
+                 servers and their clients); the rest only through Gantry's proxy, announced in \
+                 HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (127.0.0.1:{}); hosts go in \
+                 `{SETTINGS_KEY}.network.allow`, \"allow always\" answers in {}",
+                network::PROXY_PORT,
+                network::proxy::allowlist_file().display()
+            ));
+            lines.extend(
+                proxy
+                    .status()
+                    .into_iter()
+                    .map(|line| format!("sandbox: {line}")),
+            );
+        }
         match (state, &self.inner.namespaces) {
             (State::Confined(_), Namespaces::Given(layout)) => {
                 lines.push(format!(
@@ -856,10 +957,14 @@ impl Sandbox {
     /// missing.
     pub(crate) fn namespace_plan(
         &self,
+        inbound: &[u16],
     ) -> std::io::Result<Option<(std::os::fd::OwnedFd, paths::Spawn)>> {
         match (&self.inner.state, &self.inner.namespaces) {
             (State::Confined(_), Namespaces::Given(layout)) => {
-                let spawn = layout.spawn();
+                let mut spawn = layout.spawn();
+                if spawn.plan.own_network {
+                    spawn.plan.listen.extend_from_slice(inbound);
+                }
                 Ok(Some((spawn.plan.to_memfd()?, spawn)))
             }
             _ => Ok(None),
@@ -1010,8 +1115,8 @@ fn decide(policy: &Policy, writable: &[PathBuf], abi: u32, namespaces: &Namespac
             "`sandbox.mode` is `off`, so commands run with Gantry's full rights".into(),
         );
     }
-    let network_abi_missing = !policy.network && abi < NET_ABI;
-    if abi < FS_ABI && !policy.mode_chosen && policy.network {
+    let network_abi_missing = !policy.network.sockets() && abi < NET_ABI;
+    if abi < FS_ABI && !policy.mode_chosen && policy.network.sockets() {
         return State::Unconfined(format!(
             "{} (the sandbox needs Landlock ABI {FS_ABI}, Linux 6.2), so commands run with \
              Gantry's full rights; this is the default only where Landlock is missing",
@@ -1046,7 +1151,16 @@ fn decide(policy: &Policy, writable: &[PathBuf], abi: u32, namespaces: &Namespac
              `{SETTINGS_KEY}.require` to run under Landlock alone"
         ));
     }
-    match Prepared::build(writable, policy.network, abi) {
+    if let (Namespaces::Missing(why), Some(_)) = (namespaces, policy.network.proxy()) {
+        return State::Refused(format!(
+            "the sandbox cannot confine commands as `{SETTINGS_KEY}.network` asks, so they are \
+             refused: the proxy needs each command's own network namespace, and {why}. Allow \
+             unprivileged user namespaces (on Ubuntu: `sysctl \
+             kernel.apparmor_restrict_unprivileged_userns=0`), or set `{SETTINGS_KEY}.network` \
+             to \"deny\" (no network) or \"allow\" (the whole network)"
+        ));
+    }
+    match Prepared::build(writable, policy.network.sockets(), abi) {
         Ok(prepared) => State::Confined(Arc::new(prepared)),
         Err(error) => State::Refused(format!(
             "the sandbox cannot confine commands here, so they are refused: the sandbox could not be built ({error}); {HOW_TO_TURN_OFF}"

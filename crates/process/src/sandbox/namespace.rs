@@ -65,6 +65,11 @@ pub(crate) struct Plan {
     pub writable: Vec<PathBuf>,
     /// `network: false`, as one record `N/`.
     pub network_denied: Vec<PathBuf>,
+    /// A network namespace of its own (record `E/`).
+    pub own_network: bool,
+    /// Ports its reaper listens on inside that namespace, in order, and
+    /// hands to Gantry (records `L` and the port in decimal).
+    pub listen: Vec<u16>,
 }
 
 /// The list of a plan one record tag stands for.
@@ -93,6 +98,12 @@ impl Plan {
                 bytes.push(0);
             }
         }
+        if self.own_network {
+            bytes.extend_from_slice(b"E/\0");
+        }
+        for port in &self.listen {
+            bytes.extend_from_slice(format!("L{port}\0").as_bytes());
+        }
         let memfd = rustix::fs::memfd_create("gantry-namespaces", rustix::fs::MemfdFlags::CLOEXEC)?;
         std::fs::File::from(memfd.try_clone()?).write_all_at(&bytes, 0)?;
         Ok(memfd)
@@ -106,6 +117,19 @@ impl Plan {
         let mut plan = Plan::default();
         for record in bytes.split(|&b| b == 0).filter(|r| !r.is_empty()) {
             let (tag, path) = record.split_first().expect("not empty");
+            let invalid = || io::Error::from_raw_os_error(libc::EINVAL);
+            match tag {
+                b'E' => {
+                    plan.own_network = true;
+                    continue;
+                }
+                b'L' => {
+                    let port = std::str::from_utf8(path).ok().and_then(|p| p.parse().ok());
+                    plan.listen.push(port.ok_or_else(invalid)?);
+                    continue;
+                }
+                _ => {}
+            }
             let list = TAGS
                 .iter()
                 .find(|(known, _)| known == tag)
@@ -254,24 +278,31 @@ fn write_proc(file: &str, text: &str) -> io::Result<()> {
 }
 
 /// Enters new user, mount, IPC and PID namespaces (the PID one for the
-/// children to come) and lays out `plan`'s mounts. Run by the reaper,
-/// single-threaded, before it forks the namespace's init. The ids map to
-/// themselves (root to root: a user namespace cannot map more of its
-/// parent's ids without a helper outside it, so other users' files show
-/// as `nobody`).
-pub(crate) fn enter(plan: &Plan) -> io::Result<()> {
+/// children to come), and a network one where the plan says so, and lays
+/// out `plan`'s mounts. Run by the reaper, single-threaded, before it
+/// forks the namespace's init. The ids map to themselves (root to root: a
+/// user namespace cannot map more of its parent's ids without a helper
+/// outside it, so other users' files show as `nobody`). Returns the
+/// listeners on the plan's ports of the new loopback, in order, for
+/// Gantry.
+pub(crate) fn enter(plan: &Plan) -> io::Result<Vec<OwnedFd>> {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
+    let mut flags =
+        libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID;
+    if plan.own_network {
+        flags |= libc::CLONE_NEWNET;
+    }
     // SAFETY: unshare with namespace flags only changes this process.
-    check(unsafe {
-        libc::unshare(
-            libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID,
-        )
-    })
-    .map_err(|e| io::Error::new(e.kind(), format!("unshare: {e}")))?;
+    check(unsafe { libc::unshare(flags) })
+        .map_err(|e| io::Error::new(e.kind(), format!("unshare: {e}")))?;
     write_proc("/proc/self/setgroups", "deny")?;
     write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
     write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    let listeners = match plan.own_network {
+        true => own_network(&plan.listen)?,
+        false => Vec::new(),
+    };
     mount(
         None,
         Path::new("/"),
@@ -348,7 +379,50 @@ pub(crate) fn enter(plan: &Plan) -> io::Result<()> {
             None,
         )?;
     }
-    Ok(())
+    Ok(listeners)
+}
+
+/// Brings up the new network namespace's loopback (down at its birth) and
+/// listens on `ports` of it.
+fn own_network(ports: &[u16]) -> io::Result<Vec<OwnedFd>> {
+    let up = || -> io::Result<()> {
+        // SAFETY: a plain socket call; the descriptor is owned at once.
+        let socket =
+            unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if socket < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `socket` is a new descriptor nothing else owns.
+        let socket = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(socket) };
+        // SAFETY: a zeroed ifreq is valid; the name is NUL-terminated and
+        // the ioctls read and write only the struct given.
+        unsafe {
+            let mut request = std::mem::zeroed::<libc::ifreq>();
+            for (to, from) in request.ifr_name.iter_mut().zip(b"lo\0") {
+                *to = *from as libc::c_char;
+            }
+            check(libc::ioctl(
+                socket.as_raw_fd(),
+                libc::SIOCGIFFLAGS,
+                &mut request,
+            ))?;
+            request.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            check(libc::ioctl(
+                socket.as_raw_fd(),
+                libc::SIOCSIFFLAGS,
+                &request,
+            ))
+        }
+    };
+    up().map_err(|e| io::Error::new(e.kind(), format!("bringing up the loopback: {e}")))?;
+    ports
+        .iter()
+        .map(|&port| {
+            std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port))
+                .map(OwnedFd::from)
+                .map_err(|e| io::Error::new(e.kind(), format!("listening on port {port}: {e}")))
+        })
+        .collect()
 }
 
 /// The namespace's init, seen from the reaper: its pid and the socket it

@@ -118,6 +118,10 @@ pub(super) struct Layout {
     workspace: PathBuf,
     /// Whether sockets are denied (for the rules init makes again).
     network_denied: bool,
+    /// A network namespace of the command's own, with listeners on these
+    /// ports of its loopback (the proxy's, then `hostPorts`), handed to
+    /// Gantry.
+    own_network: Option<Vec<u16>>,
 }
 
 /// A spawn's namespaces: the plan, the protected paths that did not
@@ -139,7 +143,7 @@ impl Layout {
         protect: &[PathBuf],
         hide: &[PathBuf],
         caches: &[PathBuf],
-        network: bool,
+        network: &crate::network::Network,
     ) -> Layout {
         let workspace = roots.first().cloned().unwrap_or_else(|| PathBuf::from("/"));
         // A cache that holds a root (or the state directory, where its
@@ -186,7 +190,14 @@ impl Layout {
             not_hidden,
             caches,
             workspace,
-            network_denied: !network,
+            network_denied: !network.sockets(),
+            // A network of its own: the proxy's port, and the host's
+            // loopback ports the user opened.
+            own_network: network.proxy().map(|proxy| {
+                std::iter::once(crate::network::PROXY_PORT)
+                    .chain(proxy.host_ports.iter().copied())
+                    .collect()
+            }),
         }
     }
 
@@ -267,6 +278,10 @@ impl Layout {
         plan.writable = self.writable.clone();
         if self.network_denied {
             plan.network_denied.push(PathBuf::from("/"));
+        }
+        if let Some(ports) = &self.own_network {
+            plan.own_network = true;
+            plan.listen = ports.clone();
         }
         let mut scratch = Vec::new();
         for (cache, upper) in &self.caches {

@@ -13,11 +13,13 @@ fn an_untrusted_workspace_only_tightens() {
         "network": false,
         "caches": ["/c/a", "/c/z"]
     }));
-    let Layered { policy, ignored } = Policy::layered(user.clone(), workspace.clone(), false);
+    let Layered { policy, ignored } =
+        Policy::layered(user.clone(), workspace.clone(), false).unwrap();
     assert_eq!(policy.mode, Mode::WorkspaceWrite);
     assert!(policy.writable_roots.is_empty());
-    assert!(
-        !policy.network,
+    assert_eq!(
+        policy.network,
+        Network::Deny,
         "network: false tightens, so it is honoured"
     );
     assert_eq!(policy.caches, vec![PathBuf::from("/c/a")]);
@@ -28,15 +30,15 @@ fn an_untrusted_workspace_only_tightens() {
 
     // A stricter mode is honoured, and counts as chosen.
     let stricter = section(serde_json::json!({"mode": "read-only"}));
-    let layered = Policy::layered(None, stricter, false);
+    let layered = Policy::layered(None, stricter, false).unwrap();
     assert_eq!(layered.policy.mode, Mode::ReadOnly);
     assert!(layered.policy.mode_chosen && layered.ignored.is_empty());
 
     // The user's network: false is not undone.
     let user = section(serde_json::json!({"network": false}));
     let workspace = section(serde_json::json!({"network": true}));
-    let layered = Policy::layered(user, workspace, false);
-    assert!(!layered.policy.network);
+    let layered = Policy::layered(user, workspace, false).unwrap();
+    assert_eq!(layered.policy.network, Network::Deny);
     assert_eq!(layered.ignored.len(), 1);
 }
 
@@ -46,23 +48,23 @@ fn a_trusted_workspace_wins_field_by_field() {
     let workspace = section(serde_json::json!({
         "mode": "off", "writableRoots": ["/srv/x"], "network": true
     }));
-    let Layered { policy, ignored } = Policy::layered(user, workspace, true);
+    let Layered { policy, ignored } = Policy::layered(user, workspace, true).unwrap();
     assert_eq!(policy.mode, Mode::Off);
     assert_eq!(policy.writable_roots, vec![PathBuf::from("/srv/x")]);
-    assert!(policy.network);
+    assert_eq!(policy.network, Network::Allow);
     assert!(ignored.is_empty());
 }
 
 #[test]
 fn defaults_and_home_paths() {
-    let Layered { policy, .. } = Policy::layered(None, None, false);
+    let Layered { policy, .. } = Policy::layered(None, None, false).unwrap();
     assert_eq!(policy, Policy::default());
     assert!(!policy.mode_chosen);
     assert_eq!(policy.caches, default_caches());
     let home = dirs::home_dir().unwrap();
     assert!(policy.caches.contains(&home.join(".npm")));
     let user = section(serde_json::json!({"writableRoots": ["~/work"], "caches": []}));
-    let Layered { policy, .. } = Policy::layered(user, None, false);
+    let Layered { policy, .. } = Policy::layered(user, None, false).unwrap();
     assert_eq!(policy.writable_roots, vec![home.join("work")]);
     assert!(policy.caches.is_empty());
     let wrong: Result<SandboxSettings, _> =

@@ -1,0 +1,243 @@
+//! A confined command's network (SPEC §2, `sandbox.network`): a network
+//! namespace of its own whose only way out is the run's proxy. Real
+//! namespaces, a real proxy, real clients (curl, Python); loopback HTTP
+//! servers stand in for the internet, their names mapped to loopback for
+//! the proxy (`GANTRY_NETWORK_MAP`), never to any other address.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child as TestServer, Stdio};
+
+use gantry_process::network::{HostRule, Network, ProxyPolicy};
+use gantry_process::sandbox::{Mode, Policy};
+use gantry_process::{Child, Command, Sandbox, Stderr, Stdout};
+
+/// A loopback HTTP server (Python's) serving `dir`, outside any sandbox:
+/// the stand-in for a host on the internet. Killed when dropped.
+struct Server {
+    process: TestServer,
+    port: u16,
+}
+
+impl Server {
+    fn serve(dir: &Path) -> Server {
+        let mut process = std::process::Command::new("python3")
+            .args([
+                "-u",
+                "-c",
+                "import http.server, functools, sys\n\
+                 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])\n\
+                 server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)\n\
+                 print(server.server_address[1], flush=True)\n\
+                 server.serve_forever()",
+            ])
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        BufReader::new(process.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        Server {
+            process,
+            port: line.trim().parse().expect("the server says its port"),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+/// The names the tests' servers go by, mapped to loopback for the proxy
+/// (set before any proxy is made: each test binary is its own process).
+fn map_names() {
+    // SAFETY: set once, before the tests start threads that read it.
+    unsafe {
+        std::env::set_var(
+            gantry_process::network::proxy::MAP_ENV,
+            "pkg.example.org=127.0.0.1,other.example.org=127.0.0.1",
+        )
+    };
+}
+
+fn proxied(allow: &[&str], host_ports: &[u16], workspace: &Path) -> Option<Sandbox> {
+    map_names();
+    let policy = Policy {
+        mode: Mode::WorkspaceWrite,
+        mode_chosen: true,
+        network: Network::Proxied(ProxyPolicy {
+            allow: allow
+                .iter()
+                .map(|rule| HostRule::parse(rule).unwrap())
+                .collect(),
+            ask: true,
+            host_ports: host_ports.to_vec(),
+        }),
+        ..Policy::default()
+    };
+    let sandbox = Sandbox::new(policy, &[workspace.to_path_buf()]);
+    if !sandbox.own_network() {
+        assert!(
+            gantry_core::testing::skip_requested(
+                "GANTRY_SKIP_SANDBOX",
+                "the network tests, which need Landlock and user namespaces"
+            ),
+            "commands get no network of their own here: {:?}; set GANTRY_SKIP_SANDBOX=1 to skip",
+            sandbox.status()
+        );
+        return None;
+    }
+    Some(sandbox)
+}
+
+/// Runs `script` with bash in `sandbox`: its output, and the child (for
+/// what the proxy refused it).
+async fn run(sandbox: &Sandbox, workspace: &Path, script: &str) -> (String, Child) {
+    let child = Command::new("bash", sandbox)
+        .args(["-c", script])
+        .current_dir(workspace)
+        .stdout(Stdout::Capture {
+            head: 1 << 20,
+            tail: 1 << 16,
+        })
+        .stderr(Stderr::Stdout)
+        .spawn()
+        .expect("spawned");
+    child.wait().await.unwrap();
+    let output = child.output().unwrap();
+    output.finished().await;
+    let text = output.lock().shown();
+    (text, child)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_host_is_reached_through_the_proxy_and_nothing_else_is() {
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(
+        served.path().join("index.txt"),
+        "served from the stand-in\n",
+    )
+    .unwrap();
+    let server = Server::serve(served.path());
+    let port = server.port;
+    let workspace = tempfile::tempdir().unwrap();
+    let Some(sandbox) = proxied(&[&format!("pkg.example.org:{port}")], &[], workspace.path())
+    else {
+        return;
+    };
+
+    // Allowed, by name, through the proxy the variables announce.
+    let (said, child) = run(
+        &sandbox,
+        workspace.path(),
+        &format!("curl -sS http://pkg.example.org:{port}/index.txt"),
+    )
+    .await;
+    assert_eq!(said.trim(), "served from the stand-in", "{said}");
+    assert!(child.network_refused().is_empty());
+
+    // The same over CONNECT (as HTTPS goes), and over SOCKS5.
+    let (said, _) = run(
+        &sandbox,
+        workspace.path(),
+        &format!("curl -sS -p http://pkg.example.org:{port}/index.txt"),
+    )
+    .await;
+    assert_eq!(said.trim(), "served from the stand-in", "{said}");
+    let (said, _) = run(
+        &sandbox,
+        workspace.path(),
+        &format!("curl -sS --proxy \"$ALL_PROXY\" http://pkg.example.org:{port}/index.txt"),
+    )
+    .await;
+    assert_eq!(said.trim(), "served from the stand-in", "{said}");
+
+    // Another host: refused, with which one and the ways forward, in the
+    // proxy's answer and in what the command's result can say.
+    let (said, child) = run(
+        &sandbox,
+        workspace.path(),
+        &format!("curl -sS http://other.example.org:{port}/index.txt"),
+    )
+    .await;
+    assert!(
+        said.contains(&format!(
+            "refused the connection to other.example.org:{port}"
+        )) && said.contains("sandbox.network.allow"),
+        "{said}"
+    );
+    let refused = child.network_refused();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].starts_with(&format!("other.example.org:{port} (")),
+        "{refused:?}"
+    );
+
+    // Around the proxy: nothing, the host's loopback included.
+    let (said, _) = run(
+        &sandbox,
+        workspace.path(),
+        &format!("curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{port}/index.txt; echo \"exit $?\""),
+    )
+    .await;
+    assert!(said.contains("exit 7"), "a direct connection fails: {said}");
+    // Through the proxy, the host's loopback is refused too.
+    let (said, child) = run(
+        &sandbox,
+        workspace.path(),
+        &format!("curl -sS --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{port}/index.txt"),
+    )
+    .await;
+    assert!(said.contains("the host's loopback"), "{said}");
+    assert_eq!(child.network_refused().len(), 1);
+    // Names are the proxy's to resolve: there is no resolver inside.
+    let (said, _) = run(
+        &sandbox,
+        workspace.path(),
+        "python3 -c \"import socket; socket.getaddrinfo('example.org', 443)\" 2>&1 | tail -1",
+    )
+    .await;
+    assert!(said.contains("gaierror"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commands_own_loopback_works_and_host_ports_reach_the_hosts() {
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(served.path().join("db.txt"), "the host's service\n").unwrap();
+    let server = Server::serve(served.path());
+    let workspace = tempfile::tempdir().unwrap();
+    let Some(sandbox) = proxied(&[], &[server.port], workspace.path()) else {
+        return;
+    };
+    // A listed port of the host's loopback is the command's own
+    // 127.0.0.1:PORT, without the proxy.
+    let (said, _) = run(
+        &sandbox,
+        workspace.path(),
+        &format!(
+            "curl -sS --noproxy '*' http://127.0.0.1:{}/db.txt",
+            server.port
+        ),
+    )
+    .await;
+    assert_eq!(said.trim(), "the host's service", "{said}");
+    // A server the command starts, and its client, on its own loopback.
+    let (said, _) = run(
+        &sandbox,
+        workspace.path(),
+        "echo inside > page.txt\n\
+         python3 -c \"import http.server, threading, urllib.request\n\
+server = http.server.HTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)\n\
+threading.Thread(target=server.serve_forever, daemon=True).start()\n\
+direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))\n\
+print(direct.open(f'http://127.0.0.1:{server.server_port}/page.txt').read().decode())\" 2>/dev/null",
+    )
+    .await;
+    assert_eq!(said.trim(), "inside", "{said}");
+}
