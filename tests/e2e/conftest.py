@@ -4,6 +4,7 @@ clients from the Python `mcp` SDK (a client this project did not write)."""
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import socket
 import subprocess
@@ -95,6 +96,29 @@ async def process_exited(pid: int) -> None:
         await anyio.wait_readable(fd)
     finally:
         os.close(fd)
+
+
+def unique_sleep() -> str:
+    """A `sleep` duration no other process has: it names the process. A
+    confined command runs in a PID namespace of its own, so a pid it
+    reports (`$$`, `$!`) names nothing here."""
+    return f"{300 + random.randint(1, 10**6) / 10**7:.7f}"
+
+
+def pid_running(argument: str) -> int:
+    """The pid, seen from here, of the process with `argument` among its
+    arguments."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argument.encode() in args:
+            return int(entry)
+    raise AssertionError(f"no process runs with the argument {argument}")
 
 
 def free_port() -> int:

@@ -7,15 +7,17 @@ import json
 import os
 import pty
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import anyio
 import pytest
 
-from conftest import env_for, gantry_bin, process_exited, text_of
+from conftest import env_for, gantry_bin, pid_running, process_exited, text_of
 
 
 def gantry(workspace: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -295,7 +297,10 @@ async def test_sigterm_ends_mcp_http_within_a_second(workspace: Path, http_serve
     quick.send_signal(signal.SIGTERM)
     assert quick.wait(timeout=10) == 0
 
-    server = workspace / "stubborn-lsp"
+    # Outside every place a confined command may write: a server binary
+    # there would be refused.
+    outside = Path(tempfile.mkdtemp(prefix=".gantry-test-outside-", dir=Path.home()))
+    server = outside / "stubborn-lsp"
     server.write_text(STUBBORN_LSP)
     server.chmod(0o755)
     (workspace / "go.mod").write_text("module example.com/x\n")
@@ -311,7 +316,9 @@ async def test_sigterm_ends_mcp_http_within_a_second(workspace: Path, http_serve
     async with server.client() as client:
         started = await client.call_tool("lsp", {"action": "reload", "file": "main.go"})
         assert "restarted (pid" in text_of(started), text_of(started)
-    lsp_pid = int(lsp_pid_file.read_text())
+    # Named by its argument: the pid it wrote is its namespace's.
+    lsp_pid = pid_running(str(lsp_pid_file))
+    shutil.rmtree(outside)
 
     signalled = time.monotonic()
     proc.send_signal(signal.SIGTERM)

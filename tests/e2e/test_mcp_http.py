@@ -18,7 +18,7 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession
 
-from conftest import process_exited, env_for, free_port, gantry_bin, text_of
+from conftest import process_exited, env_for, free_port, gantry_bin, pid_running, text_of, unique_sleep
 
 pytestmark = pytest.mark.anyio
 
@@ -115,15 +115,16 @@ async def test_token_required_beyond_loopback(workspace: Path, http_server):
 async def test_idle_session_ends_its_run(workspace: Path, http_server):
     """A session nobody talks to expires, and its run's processes go with it."""
     server = http_server("--idle-timeout", "1")
+    idle_sleep = unique_sleep()
     async with server.streams(terminate_on_close=False) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            await session.call_tool("shell", {"command": "echo $$ > idle.pid; sleep 300", "is_background": True})
+            await session.call_tool("shell", {"command": f"echo started > idle.pid; sleep {idle_sleep}", "is_background": True})
     pid_file = workspace / "idle.pid"
     with anyio.fail_after(10):
         while not pid_file.exists() or not pid_file.read_text().strip():
             await anyio.sleep(0.02)
-    pid = int(pid_file.read_text())
+    pid = pid_running(idle_sleep)
     with anyio.fail_after(20):
         await process_exited(pid)
 
@@ -134,9 +135,10 @@ async def test_stateless_requests_share_one_run(workspace: Path, http_server):
     so a background job started in one call is there for the next, even
     from a new connection, and it ends when the server does."""
     server = http_server()
+    shared_sleep = unique_sleep()
     async with server.client() as client:
         assert client.protocol_version == "2026-07-28"
-        started = await client.call_tool("shell", {"command": "echo $$ > shared.pid; sleep 300", "is_background": True})
+        started = await client.call_tool("shell", {"command": f"echo started > shared.pid; sleep {shared_sleep}", "is_background": True})
         assert "bg_1" in text_of(started)
     async with server.client() as again:
         polled = await again.call_tool("shell", {"handle": "bg_1"})
@@ -145,7 +147,7 @@ async def test_stateless_requests_share_one_run(workspace: Path, http_server):
     with anyio.fail_after(10):
         while not pid_file.exists() or not pid_file.read_text().strip():
             await anyio.sleep(0.02)
-    pid = int(pid_file.read_text())
+    pid = pid_running(shared_sleep)
     server.proc.terminate()
     with anyio.fail_after(20):
         await process_exited(pid)
@@ -194,8 +196,9 @@ async def test_each_bearer_token_gets_its_own_stateless_run(workspace: Path, htt
     tokens = workspace.parent / "tokens"
     tokens.write_text("# one per agent\nalpha\n\nbeta\n")
     server = http_server("--tokens-file", str(tokens), "--idle-timeout", "2", token=None)
+    alpha_sleep = unique_sleep()
     async with server.client("alpha") as alpha:
-        started = await alpha.call_tool("shell", {"command": "echo $$ > alpha.pid; sleep 300", "is_background": True})
+        started = await alpha.call_tool("shell", {"command": f"echo started > alpha.pid; sleep {alpha_sleep}", "is_background": True})
         assert "bg_1" in text_of(started)
     async with server.client("beta") as beta:
         polled = await beta.call_tool("shell", {"handle": "bg_1"})
@@ -210,8 +213,9 @@ async def test_each_bearer_token_gets_its_own_stateless_run(workspace: Path, htt
     with anyio.fail_after(10):
         while not pid_file.exists() or not pid_file.read_text().strip():
             await anyio.sleep(0.02)
+    pid = pid_running(alpha_sleep)
     with anyio.fail_after(20):
-        await process_exited(int(pid_file.read_text()))
+        await process_exited(pid)
 
 
 def _cmdline(proc: subprocess.Popen) -> bytes:

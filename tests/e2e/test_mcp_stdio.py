@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import process_exited, legacy_session, server_params, text_of
+from conftest import pid_running, process_exited, legacy_session, server_params, text_of, unique_sleep
 
 pytestmark = pytest.mark.anyio
 
@@ -81,20 +81,21 @@ async def test_hidden_tool_called_by_name_is_refused(workspace: Path):
 
 async def test_cancellation_reaches_the_tool(workspace: Path):
     pid_file = workspace / "child.pid"
+    sleep = unique_sleep()
     async with legacy_session(workspace) as session:
         with anyio.move_on_after(30) as outer:
             async with anyio.create_task_group() as tg:
 
                 async def slow():
-                    await session.call_tool("shell", {"command": "sleep 300 & echo $! > child.pid; wait"})
+                    await session.call_tool("shell", {"command": f"sleep {sleep} & echo started > child.pid; wait"})
 
                 tg.start_soon(slow)
                 with anyio.fail_after(20):
                     while not (pid_file.exists() and pid_file.read_text().strip()):
                         await anyio.sleep(0.02)
+                pid = pid_running(sleep)
                 tg.cancel_scope.cancel()
         assert not outer.cancelled_caught, "the slow call was never cancelled"
-        pid = int(pid_file.read_text())
         with anyio.fail_after(10):
             await process_exited(pid)
         # The session is still usable after a cancelled call.

@@ -700,10 +700,17 @@ async fn connect(
         ));
     };
     let mut command = Command::new(binary, &start.sandbox);
-    command
-        .args(adapter.arguments())
-        .current_dir(&start.root)
-        .stdout(Stdout::Piped);
+    // In a network of its own the adapter's loopback is out of Gantry's
+    // reach: it dials Gantry instead, on a listener its namespace hands
+    // over.
+    let dials_in = adapter.wire() == Wire::Tcp && start.sandbox.own_network();
+    match dials_in {
+        true => command
+            .args(["dap", "--client-addr", &format!("127.0.0.1:{DIAL_IN_PORT}")])
+            .listen_inside(DIAL_IN_PORT),
+        false => command.args(adapter.arguments()),
+    };
+    command.current_dir(&start.root).stdout(Stdout::Piped);
     if adapter.wire() == Wire::Stdio {
         command.stdin_piped();
     }
@@ -723,6 +730,39 @@ async fn connect(
                 .ok_or("the adapter's stdin is not piped")?;
             let transport = Transport::start(BufReader::new(stdout), stdin, observer);
             Ok((Some(child), transport))
+        }
+        Wire::Tcp if dials_in => {
+            let listener = child
+                .take_inbound(DIAL_IN_PORT)
+                .map_err(|e| format!("the adapter's dial-in listener: {e}"))?
+                .ok_or("the adapter's namespace handed over no listener")?;
+            let accepted = tokio::select! {
+                accepted = tokio::time::timeout_at(deadline, listener.accept()) => accepted,
+                status = child.exited() => {
+                    let status = status.map(describe_exit).unwrap_or_default();
+                    return Err(with_stderr(
+                        format!("`{shown}` exited before it connected ({status})"),
+                        &child,
+                    ));
+                }
+            };
+            let stream = match accepted {
+                Ok(Ok((stream, _))) => stream,
+                Ok(Err(e)) => return Err(with_stderr(format!("accepting `{shown}`: {e}"), &child)),
+                Err(_) => {
+                    return Err(with_stderr(
+                        format!("`{shown}` did not connect in time"),
+                        &child,
+                    ));
+                }
+            };
+            // Its stdout carries the debuggee's output.
+            drain(BufReader::new(stdout).lines(), output);
+            let (read, write) = stream.into_split();
+            Ok((
+                Some(child),
+                Transport::start(BufReader::new(read), write, observer),
+            ))
         }
         Wire::Tcp => {
             // The adapter prints where it listens; after that its stdout
@@ -751,13 +791,7 @@ async fn connect(
                     }
                 }
             };
-            tokio::spawn(async move {
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let mut output = lock(&output);
-                    output.push(line.as_bytes());
-                    output.push(b"\n");
-                }
-            });
+            drain(lines, output);
             let stream = tcp(port, deadline)
                 .await
                 .map_err(|e| with_stderr(e, &child))?;
@@ -769,6 +803,25 @@ async fn connect(
         }
     }
 }
+
+/// Copies what is left of an adapter's stdout (its debuggee's output)
+/// into the session's buffer.
+fn drain(
+    mut lines: tokio::io::Lines<BufReader<tokio::net::unix::pipe::Receiver>>,
+    output: Arc<Mutex<Capped>>,
+) {
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut output = lock(&output);
+            output.push(line.as_bytes());
+            output.push(b"\n");
+        }
+    });
+}
+
+/// The port of an adapter's own loopback it dials Gantry on, where it has
+/// a network of its own (any port: the namespace is the adapter's alone).
+const DIAL_IN_PORT: u16 = 4711;
 
 /// The port of `DAP server listening at: 127.0.0.1:40123`.
 fn listening_port(line: &str) -> Option<u16> {

@@ -117,6 +117,9 @@ pub async fn serve_http(factory: RunFactory, options: HttpOptions) -> anyhow::Re
             async move { check_bearer(&tokens, request, next).await }
         }));
     let listener = tokio::net::TcpListener::bind(options.addr).await?;
+    // No confined command is let through to this port, whatever
+    // `sandbox.network.hostPorts` lists.
+    gantry_process::network::proxy::reserve_port(listener.local_addr()?.port());
     let url = format!("http://{}/mcp", listener.local_addr()?);
     tracing::info!(%url, "serving MCP over streamable HTTP");
     match generated {

@@ -12,14 +12,23 @@ use gantry_process::{
 
 const BOUND: Duration = Duration::from_secs(10);
 
-/// The `NAME=value` lines `env` prints when started with `vars` only.
+/// The `NAME=value` lines `env` prints when started with `vars` only
+/// (in a sandbox with the whole network: the proxy's variables are the
+/// network tests' matter).
 async fn env_of(vars: Vec<(OsString, OsString)>) -> BTreeSet<String> {
+    let sandbox = Sandbox::new(
+        gantry_process::sandbox::Policy {
+            network: gantry_process::network::Network::Allow,
+            ..Default::default()
+        },
+        &[],
+    );
     let nothing = EnvPolicy::new(EnvPolicySettings {
         inherit: Some(Inherit::None),
         ..EnvPolicySettings::default()
     })
     .unwrap();
-    let child = Command::new("/usr/bin/env", &Sandbox::default())
+    let child = Command::new("/usr/bin/env", &sandbox)
         .inherit(nothing)
         .envs(vars)
         .stdout(Stdout::Capture {

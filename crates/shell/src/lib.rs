@@ -285,12 +285,13 @@ impl Shell {
             }
             false => sandbox,
         };
-        let running = process::spawn(&command, &dir, sandbox).map_err(|e| {
-            ToolError::failed(match Refusal::of(&e) {
-                Some(refusal) => format!("`{command}` was not run: {refusal}"),
-                None => format!("cannot start bash: {e}"),
-            })
-        })?;
+        let running =
+            process::spawn(&command, &dir, sandbox, ctx.human().cloned()).map_err(|e| {
+                ToolError::failed(match Refusal::of(&e) {
+                    Some(refusal) => format!("`{command}` was not run: {refusal}"),
+                    None => format!("cannot start bash: {e}"),
+                })
+            })?;
         let outside = match unconfined {
             true => "\n[run outside the sandbox, as the user approved]",
             false => "",

@@ -29,8 +29,14 @@ pub struct Running {
 /// Starts `bash -c command` in `dir` as the leader of a new process group,
 /// stdin closed, stdout and stderr captured together in the order written,
 /// confined in `sandbox` with the environment its policy allows (never
-/// Gantry's secrets).
-pub fn spawn(command: &str, dir: &Path, sandbox: Sandbox) -> std::io::Result<Running> {
+/// Gantry's secrets). A connection to a host the network policy does not
+/// list asks `person` where the policy says to ask.
+pub fn spawn(
+    command: &str,
+    dir: &Path,
+    sandbox: Sandbox,
+    person: Option<std::sync::Arc<dyn gantry_core::human::Human>>,
+) -> std::io::Result<Running> {
     let child = Command::new("bash", &sandbox)
         .arg("-c")
         .arg(command)
@@ -44,6 +50,7 @@ pub fn spawn(command: &str, dir: &Path, sandbox: Sandbox) -> std::io::Result<Run
             tail: TAIL_BYTES,
         })
         .stderr(Stderr::Stdout)
+        .asking(person)
         .spawn()?;
     Ok(Running { child, sandbox })
 }
@@ -98,13 +105,14 @@ impl Running {
 
     /// What the sandbox did to the command, as paragraphs to append to
     /// the result (empty when nothing): what it refused, read from
-    /// `output`, and what the command created at protected paths, which
-    /// is taken out of the workspace now (a background job's at each
-    /// look).
+    /// `output`, the connections the network policy refused, and what the
+    /// command created at protected paths, which is taken out of the
+    /// workspace now (a background job's at each look).
     pub fn sandbox_report(&self, output: &str) -> String {
         let created = self.child.protected_created();
         [
             self.sandbox.explain(output),
+            Sandbox::network_report(&self.child.network_refused()),
             self.sandbox.quarantine(&created),
         ]
         .into_iter()

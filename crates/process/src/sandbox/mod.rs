@@ -1002,6 +1002,23 @@ impl Sandbox {
         ))
     }
 
+    /// The connections the network policy refused to a command (see
+    /// [`Child::network_refused`](crate::Child::network_refused)), with
+    /// the ways forward, for its result; `None` when none was.
+    pub fn network_report(refused: &[String]) -> Option<String> {
+        if refused.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "[sandbox] The network policy refused the command's connection to {}. Commands \
+             reach only the hosts in `{SETTINGS_KEY}.network.allow`: ask the user to add the \
+             host there, in ~/.gantry/settings.json (`\"example.org\"`, `\"*.example.org\"`, \
+             `\"example.org:8443\"`), or to approve running the command with `sandbox: false`. \
+             Do not retry the same connection before then.",
+            refused.join(", ")
+        ))
+    }
+
     /// Whether `path` is protected: a command may not change it even
     /// where it may write (for the explanation of a refusal).
     pub fn protects(&self, path: &Path) -> bool {
