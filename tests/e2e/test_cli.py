@@ -128,7 +128,7 @@ def test_session_keeps_one_run_across_calls(workspace: Path):
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(replies) == 5
     assert replies[0]["ok"] and "bg_1" in replies[0]["result"]["llm_content"][0]["text"]
-    assert replies[1]["ok"] and "killed by signal 9" in replies[1]["result"]["llm_content"][0]["text"]
+    assert replies[1]["ok"] and "killed by signal 9" in replies[1]["result"]["llm_content"][0]["text"], replies[1]
     assert replies[2]["id"] == 3 and "A small workspace." in replies[2]["result"]["llm_content"][0]["text"]
     assert replies[3]["ok"] is False and replies[3]["error"]["kind"] == "UnknownTool"
     assert replies[4]["ok"] is False and "not a JSON object" in replies[4]["error"]["message"]

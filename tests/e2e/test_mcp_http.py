@@ -330,24 +330,36 @@ async def test_tokens_need_not_be_on_the_command_line(workspace: Path, http_serv
 
 
 async def test_a_command_gantry_runs_cannot_call_its_server(workspace: Path, http_server):
-    """The attack the token closes: a command run through `shell` reaches
-    the loopback server, looks for the token where it could find one
-    (its own environment, Gantry's command line) and is refused."""
+    """The attack the token and the command's own network close: a command
+    run through `shell` looks for the token where it could find one (its
+    own environment, Gantry's command line), and tries the loopback
+    server directly and through the sandbox's proxy; it finds no token,
+    sees no Gantry process, and reaches no server."""
     server = http_server()
     probe = workspace.parent / "probe.py"
     probe.write_text(
         "import json, os, sys, urllib.request, urllib.error\n"
         "url, pid = sys.argv[1], sys.argv[2]\n"
         "token = os.environ.get('GANTRY_HTTP_TOKEN', '')\n"
-        "argv = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')\n"
-        "print('env token:', bool(token), '| argv:', [a.decode() for a in argv if a])\n"
-        f"body = json.dumps({json.dumps(INIT)}).encode()\n"
-        f"request = urllib.request.Request(url, body, {json.dumps(HEADERS)})\n"
-        "if token: request.add_header('Authorization', 'Bearer ' + token)\n"
         "try:\n"
-        "    print('status', urllib.request.urlopen(request, timeout=10).status)\n"
-        "except urllib.error.HTTPError as e:\n"
-        "    print('status', e.code)\n"
+        "    argv = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')\n"
+        "    print('argv:', [a.decode() for a in argv if a])\n"
+        "except OSError:\n"
+        "    print('argv: unseen')\n"
+        "print('env token:', bool(token))\n"
+        f"body = json.dumps({json.dumps(INIT)}).encode()\n"
+        "proxy = os.environ.get('HTTP_PROXY', '')\n"
+        "for name, proxies in [('direct', {}), ('proxy', {'http': proxy})]:\n"
+        "    os.environ['no_proxy'] = os.environ['NO_PROXY'] = ''\n"
+        f"    request = urllib.request.Request(url, body, {json.dumps(HEADERS)})\n"
+        "    if token: request.add_header('Authorization', 'Bearer ' + token)\n"
+        "    opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies))\n"
+        "    try:\n"
+        "        print(name, 'status', opener.open(request, timeout=10).status)\n"
+        "    except urllib.error.HTTPError as e:\n"
+        "        print(name, 'status', e.code, e.read().decode()[:300])\n"
+        "    except urllib.error.URLError as e:\n"
+        "        print(name, 'unreachable', e.reason)\n"
     )
     async with server.client() as client:
         ran = await client.call_tool(
@@ -356,7 +368,9 @@ async def test_a_command_gantry_runs_cannot_call_its_server(workspace: Path, htt
     out = text_of(ran)
     assert "env token: False" in out, out
     assert server.token not in out, out
-    assert "status 401" in out, out
+    assert "argv: unseen" in out, out
+    assert "direct unreachable" in out, out
+    assert "proxy status 403" in out and "Gantry's own port" in out, out
 
 
 async def test_the_bearer_scheme_is_case_insensitive(workspace: Path, http_server):

@@ -176,7 +176,7 @@ impl Proxy {
                             return;
                         }
                         if let Ok(mut host) = TcpStream::connect(("127.0.0.1", port)).await {
-                            let _ = tokio::io::copy_bidirectional(&mut stream, &mut host).await;
+                            let _ = pipe(&mut stream, &mut host).await;
                         }
                     });
                 }
@@ -249,7 +249,7 @@ impl Proxy {
             if !rest.is_empty() && upstream.write_all(&rest).await.is_err() {
                 return;
             }
-            let _ = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await;
+            let _ = pipe(&mut stream, &mut upstream).await;
             return;
         }
         // Plain HTTP: `GET http://host[:port]/path HTTP/1.1`.
@@ -288,7 +288,7 @@ impl Proxy {
         if upstream.write_all(&out).await.is_err() {
             return;
         }
-        let _ = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await;
+        let _ = pipe(&mut stream, &mut upstream).await;
     }
 
     /// SOCKS5 (RFC 1928), no authentication, `CONNECT` only.
@@ -359,7 +359,7 @@ impl Proxy {
         if stream.write_all(&socks_reply(0)).await.is_err() {
             return;
         }
-        let _ = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await;
+        let _ = pipe(&mut stream, &mut upstream).await;
     }
 
     /// The connection to `to`, if allowed and reachable; otherwise the
@@ -619,6 +619,15 @@ fn mapped_names() -> HashMap<String, IpAddr> {
             Some((Destination::new(name.trim(), 0).host, address))
         })
         .collect()
+}
+
+/// Copies both ways until both sides are done, in large chunks: tokio's
+/// default 8 KiB buffers take many more system calls per megabyte. (A
+/// splice through a kernel pipe each way measured no faster here: the
+/// cost of the proxy is the second loopback connection, not the copy.)
+async fn pipe(command: &mut TcpStream, host: &mut TcpStream) -> std::io::Result<(u64, u64)> {
+    const CHUNK: usize = 256 * 1024;
+    tokio::io::copy_bidirectional_with_sizes(command, host, CHUNK, CHUNK).await
 }
 
 fn listen(fd: OwnedFd) -> std::io::Result<TcpListener> {

@@ -264,6 +264,15 @@ impl Layout {
                     .any(|(root, _)| root.starts_with(path))
             })
             .collect();
+        // A hidden path beneath another (a state directory inside Gantry's
+        // home) is hidden with it: once the outer one is covered, the
+        // inner one is not there to mount on.
+        let outer = plan.hide.clone();
+        plan.hide.retain(|path| {
+            !outer
+                .iter()
+                .any(|other| other != path && path.starts_with(other) && other.is_dir())
+        });
         plan.reveal = self
             .writable
             .iter()
