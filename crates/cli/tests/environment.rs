@@ -31,6 +31,16 @@ const ALWAYS_THERE: &[&str] = &[
     "PAGER",
     "GIT_PAGER",
     "GIT_TERMINAL_PROMPT",
+    // The sandbox's proxy, announced to every command with a network of
+    // its own (not inherited: the sandbox's own).
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
 ];
 
 struct Setup {

@@ -97,7 +97,8 @@ fn status_and_session_show_the_sandbox() {
     let text = status(ws.path(), state.path());
     assert!(
         text.contains(&format!(
-            "sandbox: workspace-write (Landlock ABI {}), network allowed",
+            "sandbox: workspace-write (Landlock ABI {}), network through the run's proxy (no \
+             host allowed; others asked about where a person can answer)",
             kernel_abi()
         )),
         "{text}"

@@ -315,7 +315,16 @@ async fn attaches_to_a_running_debugpy_process_and_leaves_it_running() {
         .local_addr()
         .unwrap()
         .port();
-    let debuggee = gantry_process::Command::new("python3", &gantry_process::Sandbox::default())
+    // A program the user started on the host's network: one started by a
+    // `shell` command listens in that command's own network instead.
+    let on_the_host = gantry_process::Sandbox::new(
+        gantry_process::sandbox::Policy {
+            network: gantry_process::network::Network::Allow,
+            ..Default::default()
+        },
+        &[],
+    );
+    let debuggee = gantry_process::Command::new("python3", &on_the_host)
         .args([
             "-m",
             "debugpy",

@@ -648,6 +648,54 @@ async fn a_protected_path_a_command_creates_is_taken_out() {
 
 /// Hidden paths read as empty, even where the command may read and write
 /// around them; a writable place beneath one stays as it is.
+/// The sockets of services that act for whoever connects (the SSH agent,
+/// the session bus that `systemd-run --user` drives, Docker's) are
+/// hidden too: a command's own network does not cover a path's Unix
+/// socket.
+#[tokio::test]
+async fn an_agents_socket_is_hidden() {
+    if !landlock_here() {
+        return;
+    }
+    let workspace = scratch();
+    let agent = scratch();
+    let socket = agent.path().join("agent.sock");
+    let _listening = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // SAFETY: read by `default_hidden` when the sandbox below is made;
+    // no other test of this binary names an agent.
+    unsafe { std::env::set_var("SSH_AUTH_SOCK", &socket) };
+    let sandbox = namespaced(Policy::default(), workspace.path());
+    unsafe { std::env::remove_var("SSH_AUTH_SOCK") };
+    let connect = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); \
+         print('connected')\" 2>&1 | tail -1",
+        socket.display()
+    );
+    let (_, output) = run(&sandbox, workspace.path(), &connect).await;
+    assert!(!output.contains("connected"), "{output}");
+    assert!(output.contains("ConnectionRefusedError"), "{output}");
+    // Unconfined, the same connection is made: the socket is real.
+    let off = Sandbox::new(
+        Policy {
+            mode: Mode::Off,
+            ..Policy::default()
+        },
+        &[],
+    );
+    let (_, output) = run(&off, workspace.path(), &connect).await;
+    assert!(output.contains("connected"), "{output}");
+    let hidden = gantry_process::sandbox::default_hidden();
+    let uid = rustix::process::getuid().as_raw();
+    assert!(
+        hidden.contains(&PathBuf::from(format!("/run/user/{uid}"))),
+        "{hidden:?}"
+    );
+    assert!(
+        hidden.contains(&PathBuf::from("/var/run/docker.sock")),
+        "{hidden:?}"
+    );
+}
+
 #[tokio::test]
 async fn hidden_paths_read_as_empty() {
     if !landlock_here() {

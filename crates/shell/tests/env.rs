@@ -28,7 +28,8 @@ async fn inherit_none_gives_a_command_only_what_is_set() {
         .lines()
         .filter_map(|line| line.split_once('=').map(|(name, _)| name))
         .collect();
-    // What bash sets itself, and the shell tool's guards against prompts.
+    // What bash sets itself, the shell tool's guards against prompts, and
+    // the sandbox's proxy (the way out of the command's own network).
     let expected = BTreeSet::from([
         "ONLY",
         "PWD",
@@ -37,6 +38,14 @@ async fn inherit_none_gives_a_command_only_what_is_set() {
         "PAGER",
         "GIT_PAGER",
         "GIT_TERMINAL_PROMPT",
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
     ]);
     assert_eq!(names, expected, "{text}");
     assert!(text.contains("ONLY=this one"), "{text}");

@@ -2,8 +2,8 @@
 //! processes and the real kernel's Landlock and seccomp: writes outside the
 //! writable places fail with a result that explains them and create
 //! nothing; a real `cargo build` and `pip install --target` into the
-//! workspace work; `network: false` refuses a loopback connection that
-//! the default allows; background jobs and their grandchildren are
+//! workspace work; only `network: "allow"` reaches the host's loopback
+//! (the default gives a command its own, `false` none); background jobs and their grandchildren are
 //! confined; `sandbox: false` needs a person's yes; `mode: off` says so
 //! once per run; an untrusted workspace cannot loosen the sandbox; the
 //! workspace holds nothing the tool did not ask for.
@@ -177,7 +177,7 @@ async fn a_background_job_and_its_grandchildren_are_confined() {
 }
 
 #[tokio::test]
-async fn network_false_refuses_a_loopback_connection_the_default_allows() {
+async fn only_network_allow_reaches_the_hosts_loopback() {
     if !sandbox_here() {
         return;
     }
@@ -186,10 +186,18 @@ async fn network_false_refuses_a_loopback_connection_the_default_allows() {
     let port = listener.local_addr().unwrap().port();
     let command = json!({"command": format!("echo hello > /dev/tcp/127.0.0.1/{port} && echo made it | tr a-z A-Z")});
 
-    let open = run_in(workspace.path(), json!({}));
+    let open = run_in(workspace.path(), json!({"sandbox": {"network": "allow"}}));
     let (text, accepted) = tokio::join!(ok(&open, "shell", command.clone()), listener.accept());
     assert!(text.contains("MADE IT"), "{text}");
     assert!(accepted.is_ok());
+
+    // The default: the command's own loopback, where nothing listens.
+    let own = run_in(workspace.path(), json!({}));
+    let text = ok(&own, "shell", command.clone()).await;
+    assert!(
+        !text.contains("MADE IT") && text.contains("Connection refused"),
+        "{text}"
+    );
 
     let closed = run_in(workspace.path(), json!({"sandbox": {"network": false}}));
     let text = ok(&closed, "shell", command).await;

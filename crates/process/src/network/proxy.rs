@@ -42,6 +42,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const ASK_TIMEOUT: Duration = Duration::from_secs(300);
 /// The longest request head read (a CONNECT's is a few hundred bytes).
 const MAX_HEAD: usize = 64 * 1024;
+/// How long a client may take to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many hosts one command may have a person asked about: a command
+/// that tries host after host is refused the rest without a question,
+/// so it cannot bury the person in them.
+const MAX_ASKS: usize = 3;
 
 /// Ports Gantry itself serves on the host (its HTTP front end): never
 /// reached from a command, whatever `hostPorts` says.
@@ -85,6 +91,8 @@ pub struct Proxy {
 pub struct Tap {
     human: Option<Arc<dyn Human>>,
     refused: Mutex<Vec<String>>,
+    /// Questions asked for it so far.
+    asked: Mutex<usize>,
 }
 
 impl Tap {
@@ -93,6 +101,7 @@ impl Tap {
         Arc::new(Tap {
             human,
             refused: Mutex::new(Vec::new()),
+            asked: Mutex::new(0),
         })
     }
 
@@ -217,7 +226,9 @@ impl Proxy {
 
     /// HTTP: `CONNECT host:port`, or a request with an absolute URI.
     async fn http(&self, mut stream: TcpStream, tap: &Tap) {
-        let Some((head, rest)) = read_head(&mut stream).await else {
+        let Ok(Some((head, rest))) =
+            tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)).await
+        else {
             return;
         };
         let mut headers = [httparse::EMPTY_HEADER; 96];
@@ -512,6 +523,16 @@ impl Proxy {
         let _one_at_a_time = self.asking.lock().await;
         if let Some(answer) = lock(&self.decided).get(to).copied() {
             return Ok(answer);
+        }
+        {
+            let mut asked = lock(&tap.asked);
+            if *asked >= MAX_ASKS {
+                return Err(format!(
+                    "it is not in `sandbox.network.allow`, and the command already had the \
+                     person asked about {MAX_ASKS} hosts"
+                ));
+            }
+            *asked += 1;
         }
         let question = Question {
             question: format!("A command wants to connect to {to}. Allow it?"),

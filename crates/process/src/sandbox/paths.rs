@@ -74,9 +74,27 @@ const HIDDEN_IN_HOME: &[&str] = &[
     ".cargo/credentials",
 ];
 
+/// The sockets of services that act with the user's rights, or more, on
+/// what a client asks: a network a command's own network namespace does
+/// not take away (a path's Unix socket is reached from any). Docker's and
+/// containerd's run anything as root; the system bus reaches polkit; X11
+/// takes keystrokes into the user's terminals.
+const HIDDEN_SOCKETS: &[&str] = &[
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/dbus",
+    "/var/run/dbus",
+    "/tmp/.X11-unix",
+];
+
 /// The default hidden paths: the credentials above, Gantry's own home and
-/// state directories, and the other users' homes (`/home/*` and `/root`
-/// but the user's own).
+/// state directories, the other users' homes (`/home/*` and `/root` but
+/// the user's own), the service sockets above, the user's runtime
+/// directory (its session bus starts programs outside any sandbox:
+/// `systemd-run --user`; its agents sign and decrypt) and the SSH agent's
+/// socket.
 pub fn default_hidden() -> Vec<PathBuf> {
     let home = dirs::home_dir();
     let mut hidden: Vec<PathBuf> = home
@@ -92,6 +110,29 @@ pub fn default_hidden() -> Vec<PathBuf> {
         .map(|entry| entry.path())
         .chain(std::iter::once(PathBuf::from("/root")));
     hidden.extend(others.filter(|other| home.as_deref() != Some(other.as_path())));
+    hidden.extend(HIDDEN_SOCKETS.iter().map(PathBuf::from));
+    let uid = rustix::process::getuid().as_raw();
+    hidden.push(PathBuf::from(format!("/run/user/{uid}")));
+    for variable in [
+        "XDG_RUNTIME_DIR",
+        "SSH_AUTH_SOCK",
+        "DBUS_SESSION_BUS_ADDRESS",
+    ] {
+        let Some(value) = std::env::var_os(variable) else {
+            continue;
+        };
+        // `unix:path=/run/user/1000/bus,guid=...` names a path too.
+        let value = value.to_string_lossy();
+        let path = value
+            .strip_prefix("unix:path=")
+            .map(|rest| rest.split(',').next().unwrap_or(rest))
+            .unwrap_or(&value);
+        if path.starts_with('/') {
+            hidden.push(PathBuf::from(path));
+        }
+    }
+    hidden.sort();
+    hidden.dedup();
     hidden
 }
 
