@@ -57,6 +57,8 @@ async fn a_cell_reaches_an_allowed_host_through_the_proxy_and_no_other() {
             ),
             "commands get no network of their own here; set GANTRY_SKIP_SANDBOX=1 to skip"
         );
+        let _ = server.kill();
+        let _ = server.wait();
         return;
     }
     let fetch = |host: &str| {

@@ -389,15 +389,14 @@ impl Command {
             .as_mut()
             .map(reaper::Control::take_listeners)
             .unwrap_or_default();
-        let network = match proxy {
-            Some(proxy) => Some(OwnNetwork::serve(
+        let network = proxy.map(|proxy| {
+            OwnNetwork::serve(
                 proxy,
                 listening.into_iter().zip(listeners).collect(),
                 &self.inbound,
                 self.asker.0.clone(),
-            )),
-            None => None,
-        };
+            )
+        });
         let leader = Leader::new(spawned.id(), control).map_err(|(error, control)| {
             // Without a pidfd there is no safe way to signal it later: end
             // it now, while the pid is surely still its (a reaper told to
