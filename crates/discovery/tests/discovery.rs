@@ -327,6 +327,83 @@ async fn a_slow_call_hits_the_servers_timeout_and_the_server_stays_usable() {
     run.shutdown().await;
 }
 
+/// A bridged stdio server has the commands' network: the hosts the user
+/// allowed, through the sandbox's proxy, and no other. A loopback server
+/// stands in for its service, its name mapped to loopback for the proxy.
+#[tokio::test]
+async fn a_bridged_server_reaches_only_the_allowed_hosts() {
+    use std::io::BufRead;
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(served.path().join("x.txt"), "reached the stand-in\n").unwrap();
+    let mut stand_in = std::process::Command::new("python3")
+        .args([
+            "-u",
+            "-m",
+            "http.server",
+            "0",
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+        ])
+        .arg(served.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(stand_in.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // "Serving HTTP on 127.0.0.1 port 40123 (http://127.0.0.1:40123/) ..."
+    let port: u16 = line
+        .split(" port ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("the stand-in's port: {line}"));
+    // SAFETY: read when the run's proxy is made, below; the same value in
+    // every test of this binary that sets it.
+    unsafe {
+        std::env::set_var(
+            gantry_process::network::proxy::MAP_ENV,
+            "pkg.example.org=127.0.0.1,other.example.org=127.0.0.1",
+        )
+    };
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let run = run_of(
+        dir.path(),
+        json!({
+            "mcpServers": {"py": {"command": "python3", "args": [peer("stdio_server.py")]}},
+            "sandbox": {"network": {"allow": [format!("pkg.example.org:{port}")], "ask": false}}
+        }),
+    )
+    .await;
+    if gantry_process::Sandbox::of(&run).await.own_network() {
+        let url = |host: &str| json!({"url": format!("http://{host}:{port}/x.txt")});
+        let reached = ok(&run, "py__fetch", url("pkg.example.org")).await;
+        assert!(reached.contains("reached the stand-in"), "{reached}");
+        let refused = ok(&run, "py__fetch", url("other.example.org")).await;
+        assert!(
+            refused.contains("refused 403")
+                && refused.contains(&format!(
+                    "refused the connection to other.example.org:{port}"
+                )),
+            "{refused}"
+        );
+    } else {
+        assert!(
+            gantry_core::testing::skip_requested(
+                "GANTRY_SKIP_SANDBOX",
+                "the bridged server's network test, which needs user namespaces"
+            ),
+            "commands get no network of their own here; set GANTRY_SKIP_SANDBOX=1 to skip"
+        );
+    }
+    run.shutdown().await;
+    let _ = stand_in.kill();
+    let _ = stand_in.wait();
+}
+
 #[tokio::test]
 async fn a_crashing_server_is_reported_its_tools_leave_and_come_back() {
     let dir = workspace_with(&[("a.txt", "a")]);

@@ -2,7 +2,8 @@
 gantry-discovery's tests: `python3 stdio_server.py [START_DELAY_S]`.
 
 Tools: `crash` (ends the process with code 3 after writing to stderr),
-`write` (writes a file, to see the sandbox refuse it), `grow` (adds a
+`write` (writes a file, to see the sandbox refuse it), `fetch` (a URL,
+through the proxy the environment names), `grow` (adds a
 tool `grown` and sends `tools/list_changed`),
 `pid` (the process id, the working directory and a token of the process's
 own, to tell a restarted server from the first). The
@@ -26,6 +27,19 @@ def crash() -> str:
     """Ends the server process."""
     print("the crash tool was called: exiting on purpose", file=sys.stderr, flush=True)
     os._exit(3)
+
+
+@server.tool()
+def fetch(url: str) -> str:
+    """Fetches a URL as any client would (through the proxy the
+    environment names), to see the sandbox's network policy."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        return urllib.request.urlopen(url, timeout=20).read().decode()
+    except urllib.error.HTTPError as e:
+        return f"refused {e.code}: {e.read().decode()}"
 
 
 @server.tool()
