@@ -454,7 +454,7 @@ async fn a_crashing_server_is_reported_its_tools_leave_and_come_back() {
     );
     let second = pid(again);
     assert_ne!(first, second);
-    assert!(status(&run).await.contains("MCP server `py`: up, 4 tools"));
+    assert!(status(&run).await.contains("MCP server `py`: up, 5 tools"));
     let second = gantry_core::testing::process_started_at(second.parse().unwrap(), "python")
         .expect("the restarted server runs");
     run.shutdown().await;
