@@ -45,7 +45,7 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
   fi
 }
-apt_install ripgrep fd-find
+apt_install ripgrep fd-find curl openssl git
 
 python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
 [ "${GANTRY_SKIP_LSP:-}" = 1 ] || scripts/install-lsp.sh
