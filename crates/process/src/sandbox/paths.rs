@@ -290,14 +290,13 @@ impl Layout {
                 .filter(|path| exists(path) && !path.is_symlink())
                 .cloned(),
         );
-        // A hidden link is followed: what it leads to is what is hidden.
+        // A hidden link is followed: what it leads to is what is hidden;
+        // so is a link above it (`/var/run/dbus` is `/run/dbus`), and the
+        // same place named twice is covered once.
         plan.hide = self
             .hidden
             .iter()
-            .filter_map(|path| match path.is_symlink() {
-                true => path.canonicalize().ok(),
-                false => exists(path).then(|| path.clone()),
-            })
+            .filter_map(|path| path.canonicalize().ok())
             .filter(|path| {
                 !self
                     .protected
@@ -305,6 +304,8 @@ impl Layout {
                     .any(|(root, _)| root.starts_with(path))
             })
             .collect();
+        plan.hide.sort();
+        plan.hide.dedup();
         // A hidden path beneath another (a state directory inside Gantry's
         // home) is hidden with it: once the outer one is covered, the
         // inner one is not there to mount on.
