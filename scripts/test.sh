@@ -23,7 +23,7 @@ skipped=()
 [ "${GANTRY_SKIP_GEMINI:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_GEMINI=1: Gemini CLI driving gantry mcp --http (tests/e2e/test_gemini_cli.py)")
 [ "${GANTRY_SKIP_SANDBOX:-}" = 1 ] &&
-  skipped+=("GANTRY_SKIP_SANDBOX=1: the tests that confine real commands with Landlock and seccomp (crates/process/tests/sandbox.rs, crates/shell/tests/sandbox.rs and unreaped.rs, crates/cli/tests/sandbox.rs, crates/kernel/tests/sandbox.rs)")
+  skipped+=("GANTRY_SKIP_SANDBOX=1: the tests that confine real commands with Landlock, seccomp and namespaces (crates/process/tests/sandbox.rs and network.rs, crates/shell/tests/sandbox.rs, network.rs and unreaped.rs, crates/cli/tests/sandbox.rs, crates/kernel/tests/sandbox.rs and network.rs, the bridged server's network test in crates/discovery/tests)")
 say_skipped() {
   local line
   for line in "${skipped[@]}"; do

@@ -38,7 +38,10 @@ pub enum Network {
     /// default, with nothing listed).
     Proxied(ProxyPolicy),
     /// The default: the proxy with an empty allowlist, asking a person
-    /// about each new host where one can answer.
+    /// about each new host where one can answer. Kept apart from
+    /// [`Network::Proxied`] because, where a command cannot have its own
+    /// network, the default gives way to `Deny` while a proxy the user
+    /// wrote refuses commands.
     #[default]
     Default,
 }
@@ -57,12 +60,6 @@ impl Network {
             Network::Default => Some(ProxyPolicy::default()),
             _ => None,
         }
-    }
-
-    /// Whether a settings file chose this mode (the default gives way to
-    /// `deny` where namespaces are missing; a chosen proxy refuses).
-    pub fn chosen(&self) -> bool {
-        !matches!(self, Network::Default)
     }
 }
 

@@ -87,7 +87,6 @@ pub struct Proxy {
 
 /// One command's side of the proxy: who can be asked for it, and what
 /// was refused to it, for its result.
-#[derive(Default)]
 pub struct Tap {
     human: Option<Arc<dyn Human>>,
     refused: Mutex<Vec<String>>,
@@ -148,11 +147,6 @@ impl Proxy {
             mapped: mapped_names(),
             remember,
         })
-    }
-
-    /// The policy it enforces.
-    pub fn policy(&self) -> &ProxyPolicy {
-        &self.policy
     }
 
     /// Serves one command's listeners: `proxy` (on [`super::PROXY_PORT`]
