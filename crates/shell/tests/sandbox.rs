@@ -198,6 +198,11 @@ async fn only_network_allow_reaches_the_hosts_loopback() {
         !text.contains("MADE IT") && text.contains("Connection refused"),
         "{text}"
     );
+    assert!(
+        text.contains("[sandbox] The command has a network of its own")
+            && text.contains("`sandbox.network.hostPorts`"),
+        "{text}"
+    );
 
     let closed = run_in(workspace.path(), json!({"sandbox": {"network": false}}));
     let text = ok(&closed, "shell", command).await;

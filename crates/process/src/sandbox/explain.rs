@@ -27,6 +27,31 @@ pub(super) fn explain(sandbox: &Sandbox, output: &str) -> Option<String> {
     protected(sandbox, output)
         .or_else(|| hidden(sandbox, output))
         .or_else(|| refused(sandbox, output))
+        .or_else(|| own_loopback(sandbox, output))
+}
+
+/// A connection refused on loopback where the command has a network of
+/// its own: a service the user runs on the host (a database, a dev
+/// server) is not there, unless `hostPorts` opens its port.
+fn own_loopback(sandbox: &Sandbox, output: &str) -> Option<String> {
+    if !sandbox.own_network() {
+        return None;
+    }
+    let refused = output.lines().any(|line| {
+        let line = line.to_ascii_lowercase();
+        line.contains("connection refused")
+            && ["127.0.0.1", "localhost", "[::1]", "::1"]
+                .iter()
+                .any(|host| line.contains(host))
+    });
+    refused.then(|| {
+        format!(
+            "[sandbox] The command has a network of its own: its 127.0.0.1 is not the host's, \
+             so a service running on the host (a database, a dev server) is not there. To reach \
+             one, ask the user to list its port in `{SETTINGS_KEY}.network.hostPorts` in \
+             ~/.gantry/settings.json, or start the service in the same command."
+        )
+    })
 }
 
 /// A read of a hidden path (it reads as an empty folder, or an empty
