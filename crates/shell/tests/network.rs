@@ -186,6 +186,12 @@ async fn a_new_host_is_asked_about_once_and_a_refusal_is_explained() {
         status.contains(&format!("reached in this run: pkg.example.org:{port}")),
         "{status}"
     );
+    // The same in what the run says it holds, mid-run.
+    let held = run.resource_status().join("\n");
+    assert!(
+        held.contains(&format!("reached in this run: pkg.example.org:{port}")),
+        "{held}"
+    );
 
     // Refused by the person: the result says which host and what to do.
     let refusing = person("Refuse");

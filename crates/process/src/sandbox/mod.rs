@@ -1198,8 +1198,17 @@ impl Resource for RunSandbox {
 
     fn kill_now(&self) {}
 
+    /// The mode, and in the proxy mode the hosts reached and refused so
+    /// far in the run.
     fn status(&self) -> String {
-        self.0.status().remove(0)
+        let mut line = self.0.status().remove(0);
+        if let Some(proxy) = self.0.proxy() {
+            for part in proxy.status() {
+                line.push_str("; ");
+                line.push_str(&part);
+            }
+        }
+        line
     }
 }
 
