@@ -375,6 +375,71 @@ impl Gate {
     }
 }
 
+/// A loopback HTTP server (Python's, HTTPS when given a certificate and
+/// its key) serving a folder: the stand-in for a host on the internet in
+/// the network sandbox's tests, started outside any sandbox. Killed when
+/// dropped.
+pub struct StandIn {
+    process: std::process::Child,
+    /// The port it listens on, on 127.0.0.1.
+    pub port: u16,
+}
+
+const STAND_IN: &str = r#"
+import functools, http.server, ssl, sys
+http.server.SimpleHTTPRequestHandler.log_message = lambda *args: None
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+if len(sys.argv) > 2:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[2], sys.argv[3])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+impl StandIn {
+    /// Serves `dir` over HTTP, or over HTTPS with `tls` (a certificate
+    /// and its key, PEM files).
+    pub fn serve(dir: &Path, tls: Option<(&Path, &Path)>) -> StandIn {
+        use std::io::BufRead;
+        let mut command = std::process::Command::new("python3");
+        command.args(["-u", "-c", STAND_IN]).arg(dir);
+        if let Some((cert, key)) = tls {
+            command.arg(cert).arg(key);
+        }
+        let mut process = command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufReader::new(process.stdout.take().expect("piped"))
+            .read_line(&mut line)
+            .expect("the stand-in says its port");
+        let port = line.trim().parse().unwrap_or_else(|_| {
+            let _ = process.kill();
+            let _ = process.wait();
+            panic!("the stand-in did not start: {line:?}")
+        });
+        StandIn { process, port }
+    }
+
+    /// Serves a new folder holding `files` (path, content) over HTTP.
+    pub fn with_files(files: &[(&str, &str)]) -> (tempfile::TempDir, StandIn) {
+        let dir = workspace_with(files);
+        let server = StandIn::serve(dir.path(), None);
+        (dir, server)
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -332,35 +332,9 @@ async fn a_slow_call_hits_the_servers_timeout_and_the_server_stays_usable() {
 /// stands in for its service, its name mapped to loopback for the proxy.
 #[tokio::test]
 async fn a_bridged_server_reaches_only_the_allowed_hosts() {
-    use std::io::BufRead;
-    let served = tempfile::tempdir().unwrap();
-    std::fs::write(served.path().join("x.txt"), "reached the stand-in\n").unwrap();
-    let mut stand_in = std::process::Command::new("python3")
-        .args([
-            "-u",
-            "-m",
-            "http.server",
-            "0",
-            "--bind",
-            "127.0.0.1",
-            "--directory",
-        ])
-        .arg(served.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(stand_in.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    // "Serving HTTP on 127.0.0.1 port 40123 (http://127.0.0.1:40123/) ..."
-    let port: u16 = line
-        .split(" port ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|port| port.parse().ok())
-        .unwrap_or_else(|| panic!("the stand-in's port: {line}"));
+    let (_served, stand_in) =
+        gantry_core::testing::StandIn::with_files(&[("x.txt", "reached the stand-in\n")]);
+    let port = stand_in.port;
     // SAFETY: read when the run's proxy is made, below; the same value in
     // every test of this binary that sets it.
     unsafe {
@@ -400,8 +374,6 @@ async fn a_bridged_server_reaches_only_the_allowed_hosts() {
         );
     }
     run.shutdown().await;
-    let _ = stand_in.kill();
-    let _ = stand_in.wait();
 }
 
 #[tokio::test]

@@ -8,35 +8,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-
 use common::*;
 use serde_json::json;
 
 #[tokio::test]
 async fn a_cell_reaches_an_allowed_host_through_the_proxy_and_no_other() {
-    let served = tempfile::tempdir().unwrap();
-    std::fs::write(served.path().join("x.txt"), "reached the stand-in\n").unwrap();
-    let mut server = std::process::Command::new("python3")
-        .args([
-            "-u",
-            "-c",
-            "import functools, http.server, sys\n\
-             handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])\n\
-             server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)\n\
-             print(server.server_address[1], flush=True)\n\
-             server.serve_forever()",
-        ])
-        .arg(served.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line.trim().parse().unwrap();
+    let (_served, server) =
+        gantry_core::testing::StandIn::with_files(&[("x.txt", "reached the stand-in\n")]);
+    let port = server.port;
     // SAFETY: the binary's one test sets it before any proxy is made.
     unsafe {
         std::env::set_var(
@@ -57,8 +36,6 @@ async fn a_cell_reaches_an_allowed_host_through_the_proxy_and_no_other() {
             ),
             "commands get no network of their own here; set GANTRY_SKIP_SANDBOX=1 to skip"
         );
-        let _ = server.kill();
-        let _ = server.wait();
         return;
     }
     let fetch = |host: &str| {
@@ -81,6 +58,4 @@ async fn a_cell_reaches_an_allowed_host_through_the_proxy_and_no_other() {
         "{text}"
     );
     run.shutdown().await;
-    let _ = server.kill();
-    let _ = server.wait();
 }

@@ -4,55 +4,12 @@
 //! servers stand in for the internet, their names mapped to loopback for
 //! the proxy (`GANTRY_NETWORK_MAP`), never to any other address.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child as TestServer, Stdio};
 
+use gantry_core::testing::StandIn;
 use gantry_process::network::{HostRule, Network, ProxyPolicy};
 use gantry_process::sandbox::{Mode, Policy};
 use gantry_process::{Child, Command, Sandbox, Stderr, Stdout};
-
-/// A loopback HTTP server (Python's) serving `dir`, outside any sandbox:
-/// the stand-in for a host on the internet. Killed when dropped.
-struct Server {
-    process: TestServer,
-    port: u16,
-}
-
-impl Server {
-    fn serve(dir: &Path) -> Server {
-        let mut process = std::process::Command::new("python3")
-            .args([
-                "-u",
-                "-c",
-                "import http.server, functools, sys\n\
-                 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])\n\
-                 server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)\n\
-                 print(server.server_address[1], flush=True)\n\
-                 server.serve_forever()",
-            ])
-            .arg(dir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        BufReader::new(process.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        Server {
-            process,
-            port: line.trim().parse().expect("the server says its port"),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
 
 /// The names the tests' servers go by, mapped to loopback for the proxy
 /// (set before any proxy is made: each test binary is its own process).
@@ -118,13 +75,7 @@ async fn run(sandbox: &Sandbox, workspace: &Path, script: &str) -> (String, Chil
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_allowed_host_is_reached_through_the_proxy_and_nothing_else_is() {
-    let served = tempfile::tempdir().unwrap();
-    std::fs::write(
-        served.path().join("index.txt"),
-        "served from the stand-in\n",
-    )
-    .unwrap();
-    let server = Server::serve(served.path());
+    let (_served, server) = StandIn::with_files(&[("index.txt", "served from the stand-in\n")]);
     let port = server.port;
     let workspace = tempfile::tempdir().unwrap();
     let Some(sandbox) = proxied(&[&format!("pkg.example.org:{port}")], &[], workspace.path())
@@ -208,9 +159,7 @@ async fn an_allowed_host_is_reached_through_the_proxy_and_nothing_else_is() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commands_own_loopback_works_and_host_ports_reach_the_hosts() {
-    let served = tempfile::tempdir().unwrap();
-    std::fs::write(served.path().join("db.txt"), "the host's service\n").unwrap();
-    let server = Server::serve(served.path());
+    let (_served, server) = StandIn::with_files(&[("db.txt", "the host's service\n")]);
     let workspace = tempfile::tempdir().unwrap();
     let Some(sandbox) = proxied(&[], &[server.port], workspace.path()) else {
         return;

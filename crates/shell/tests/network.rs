@@ -7,64 +7,14 @@
 //! registries, their names mapped to loopback for the proxy
 //! (`GANTRY_NETWORK_MAP`), never to any other address.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use gantry_core::testing::{ok, skip_requested};
+use gantry_core::testing::{StandIn, ok, skip_requested};
 use gantry_core::{
     Answer, Confirmation, Human, HumanError, Question, Run, Settings, Workspace, async_trait,
 };
 use serde_json::{Value, json};
-
-/// A loopback HTTP(S) server (Python's) serving a folder: the stand-in
-/// for a registry. Killed when dropped.
-struct Server {
-    process: std::process::Child,
-    port: u16,
-}
-
-const SERVE: &str = r#"
-import functools, http.server, ssl, sys
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-handler.func.log_message = lambda *args: None
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-if len(sys.argv) > 2:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(sys.argv[2], sys.argv[3])
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"#;
-
-impl Server {
-    fn start(dir: &Path, tls: Option<&Tls>) -> Server {
-        let mut command = std::process::Command::new("python3");
-        command.args(["-u", "-c", SERVE]).arg(dir);
-        if let Some(tls) = tls {
-            command.arg(&tls.cert).arg(&tls.key);
-        }
-        let mut process = command
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        BufReader::new(process.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        Server {
-            process,
-            port: line.trim().parse().expect("the server says its port"),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
 
 /// A self-signed certificate for `pkg.example.org`, which the clients are
 /// told to trust.
@@ -153,9 +103,7 @@ async fn run_with(dir: &Path, network: Value, human: Option<Arc<Person>>) -> Opt
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_host_is_asked_about_once_and_a_refusal_is_explained() {
-    let served = tempfile::tempdir().unwrap();
-    std::fs::write(served.path().join("x.txt"), "reached\n").unwrap();
-    let server = Server::start(served.path(), None);
+    let (_served, server) = StandIn::with_files(&[("x.txt", "reached\n")]);
     let port = server.port;
     let workspace = tempfile::tempdir().unwrap();
     let allowing = person("Allow for this run");
@@ -234,23 +182,30 @@ async fn a_new_host_is_asked_about_once_and_a_refusal_is_explained() {
     );
     assert!(never.asked.lock().unwrap().is_empty());
 
-    // A background job is held to the same policy.
+    // A background job is held to the same policy: once its curl is done
+    // (it says so through a FIFO the test waits on), a poll reports it.
+    let done = workspace.path().join("curl-done");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&done)
+        .status()
+        .unwrap();
+    assert!(made.success());
     let started = ok(
         &run,
         "shell",
-        json!({"command": format!("curl -sS http://other.example.org:{port}/x.txt"), "is_background": true}),
+        json!({"command": format!("curl -sS http://other.example.org:{port}/x.txt; echo > curl-done"), "is_background": true}),
     )
     .await;
     assert!(started.contains("bg_1"), "{started}");
-    // Polled as an agent would, until the job has ended (bounded).
-    let mut polled = String::new();
-    for _ in 0..500 {
-        polled = ok(&run, "shell", json!({"handle": "bg_1"})).await;
-        if !polled.contains("running for") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || std::fs::read(done)),
+    )
+    .await
+    .expect("the job's curl ended")
+    .unwrap()
+    .unwrap();
+    let polled = ok(&run, "shell", json!({"handle": "bg_1"})).await;
     assert!(
         polled.contains("The network policy refused the command's connection to other.example.org"),
         "{polled}"
@@ -338,7 +293,7 @@ async fn package_tools_reach_an_allowed_registry_over_https() {
     );
     git(&["update-server-info"], &root.join("repo.git"));
 
-    let server = Server::start(root, Some(&tls));
+    let server = StandIn::serve(root, Some((&tls.cert, &tls.key)));
     let url = format!("https://pkg.example.org:{}", server.port);
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(

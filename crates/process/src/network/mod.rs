@@ -375,31 +375,21 @@ pub fn layered(user: Network, workspace: Option<Network>, trusted: bool) -> (Net
         (user, Network::Default) => user,
         (user, Network::Proxied(asked)) => {
             let mine = user.proxy().unwrap_or_default();
-            let (allow, extra): (Vec<HostRule>, Vec<HostRule>) = asked
-                .allow
-                .into_iter()
-                .partition(|rule| mine.allow.contains(rule));
-            if !extra.is_empty() {
-                let shown: Vec<String> = extra.iter().map(ToString::to_string).collect();
-                ignored.push(format!(
-                    "network.allow: {} (not in the user's allowlist)",
-                    shown.join(", ")
-                ));
-            }
+            let allow = only_the_users(
+                asked.allow,
+                &mine.allow,
+                "network.allow: {} (not in the user's allowlist)",
+                &mut ignored,
+            );
             if asked.ask && !mine.ask {
                 ignored.push("network.ask: true (the user's settings do not ask)".into());
             }
-            let (host_ports, closed): (Vec<u16>, Vec<u16>) = asked
-                .host_ports
-                .into_iter()
-                .partition(|port| mine.host_ports.contains(port));
-            if !closed.is_empty() {
-                let shown: Vec<String> = closed.iter().map(u16::to_string).collect();
-                ignored.push(format!(
-                    "network.hostPorts: {} (not among the user's)",
-                    shown.join(", ")
-                ));
-            }
+            let host_ports = only_the_users(
+                asked.host_ports,
+                &mine.host_ports,
+                "network.hostPorts: {} (not among the user's)",
+                &mut ignored,
+            );
             Network::Proxied(ProxyPolicy {
                 allow,
                 ask: asked.ask && mine.ask,
@@ -408,6 +398,22 @@ pub fn layered(user: Network, workspace: Option<Network>, trusted: bool) -> (Net
         }
     };
     (network, ignored)
+}
+
+/// What a workspace `asked` for that the user's `mine` also has; the rest
+/// is listed in `ignored` by `said` (its `{}` the entries).
+fn only_the_users<T: PartialEq + fmt::Display>(
+    asked: Vec<T>,
+    mine: &[T],
+    said: &str,
+    ignored: &mut Vec<String>,
+) -> Vec<T> {
+    let (kept, extra): (Vec<T>, Vec<T>) = asked.into_iter().partition(|item| mine.contains(item));
+    if !extra.is_empty() {
+        let shown: Vec<String> = extra.iter().map(ToString::to_string).collect();
+        ignored.push(said.replace("{}", &shown.join(", ")));
+    }
+    kept
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -91,7 +92,7 @@ pub struct Tap {
     human: Option<Arc<dyn Human>>,
     refused: Mutex<Vec<String>>,
     /// Questions asked for it so far.
-    asked: Mutex<usize>,
+    asked: AtomicUsize,
 }
 
 impl Tap {
@@ -100,7 +101,7 @@ impl Tap {
         Arc::new(Tap {
             human,
             refused: Mutex::new(Vec::new()),
-            asked: Mutex::new(0),
+            asked: AtomicUsize::new(0),
         })
     }
 
@@ -518,15 +519,11 @@ impl Proxy {
         if let Some(answer) = lock(&self.decided).get(to).copied() {
             return Ok(answer);
         }
-        {
-            let mut asked = lock(&tap.asked);
-            if *asked >= MAX_ASKS {
-                return Err(format!(
-                    "it is not in `sandbox.network.allow`, and the command already had the \
-                     person asked about {MAX_ASKS} hosts"
-                ));
-            }
-            *asked += 1;
+        if tap.asked.fetch_add(1, Ordering::Relaxed) >= MAX_ASKS {
+            return Err(format!(
+                "it is not in `sandbox.network.allow`, and the command already had the person \
+                 asked about {MAX_ASKS} hosts"
+            ));
         }
         let question = Question {
             question: format!("A command wants to connect to {to}. Allow it?"),

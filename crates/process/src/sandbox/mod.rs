@@ -577,7 +577,8 @@ impl Sandbox {
 
     /// The sandbox of `inner`'s policy, roots and writable places, its
     /// namespaces, network and state decided here (those given are
-    /// replaced).
+    /// replaced; a proxy given is kept where commands have their own
+    /// network).
     fn assemble(mut inner: Inner) -> Sandbox {
         inner.namespaces = Namespaces::for_policy(&inner.policy, &inner.roots, &inner.writable);
         // The default proxy needs the command's own network namespace;
@@ -607,9 +608,10 @@ impl Sandbox {
             &inner.namespaces,
             inner.policy.network.proxy(),
         ) {
-            (State::Confined(_), Namespaces::Given(_), Some(policy)) => {
-                Some(Proxy::new(policy, Some(network::proxy::allowlist_file())))
-            }
+            (State::Confined(_), Namespaces::Given(_), Some(policy)) => inner
+                .proxy
+                .take()
+                .or_else(|| Some(Proxy::new(policy, Some(network::proxy::allowlist_file())))),
             _ => None,
         };
         Sandbox {
@@ -745,7 +747,8 @@ impl Sandbox {
         } = &*self.inner;
         let mut writable = writable.clone();
         writable.push(place.to_path_buf());
-        let mut widened = Self::assemble(Inner {
+        // The same run, the same proxy (its answers, its record).
+        Self::assemble(Inner {
             policy: policy.clone(),
             env: env.clone(),
             roots: roots.clone(),
@@ -754,16 +757,9 @@ impl Sandbox {
             abi: *abi,
             namespaces: Namespaces::Off,
             state: State::Unconfined(String::new()),
-            proxy: None,
+            proxy: self.inner.proxy.clone(),
             network_note: None,
-        });
-        // The same run, the same proxy (its answers, its record).
-        if let (Some(inner), Some(proxy)) = (Arc::get_mut(&mut widened.inner), &self.inner.proxy)
-            && inner.proxy.is_some()
-        {
-            inner.proxy = Some(proxy.clone());
-        }
-        widened
+        })
     }
 
     /// The policy in force.
