@@ -89,28 +89,32 @@ print(built[-1])
 rust=0
 cargo test --workspace --no-fail-fast || rust=$?
 # The sandbox as an unprivileged user too (the machine's root runs the rest):
-# the process crate's sandbox tests again as `nobody`, with a home of its own
+# the process crate's sandbox and network tests again as `nobody`, with a home of its own
 # holding shell profiles to attack. One test builds with the user's Rust
 # toolchain, which `nobody` cannot reach, so it runs as root only (above).
 if [ "$(id -u)" = 0 ] && [ "${GANTRY_SKIP_SANDBOX:-}" != 1 ]; then
-  sandbox_tests="$(
-    cargo test -p gantry-process --test sandbox --no-run --message-format=json 2>/dev/null |
+  # The process crate's test binary named $1, as cargo built it.
+  test_binary() {
+    cargo test -p gantry-process --test "$1" --no-run --message-format=json 2>/dev/null |
       python3 -c '
 import json, sys
 for m in map(json.loads, sys.stdin):
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "sandbox":
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
         print(m["executable"])
-' | tail -1
-  )"
+' "$1" | tail -1
+  }
   nobody_home="$(mktemp -d /var/tmp/gantry-nobody.XXXXXX)"
   printf '# a profile to attack\n' >"$nobody_home/.bashrc"
   cp "$nobody_home/.bashrc" "$nobody_home/.profile"
   chown -R 65534:65534 "$nobody_home"
   chmod 755 "$nobody_home"
-  echo "scripts/test.sh: the sandbox tests again as an unprivileged user (uid 65534)" >&2
-  setpriv --reuid=65534 --regid=65534 --clear-groups \
-    env -i HOME="$nobody_home" PATH=/usr/local/bin:/usr/bin:/bin TMPDIR=/tmp \
-    "$sandbox_tests" --skip a_cache_a_command_writes_is_its_workspaces_own || rust=1
+  as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups \
+      env -i HOME="$nobody_home" PATH=/usr/local/bin:/usr/bin:/bin TMPDIR=/tmp "$@"
+  }
+  echo "scripts/test.sh: the sandbox and network tests again as an unprivileged user (uid 65534)" >&2
+  as_nobody "$(test_binary sandbox)" --skip a_cache_a_command_writes_is_its_workspaces_own || rust=1
+  as_nobody "$(test_binary network)" || rust=1
   rm -rf "$nobody_home"
 fi
 # -rs: the reason of every skip in the summary.
