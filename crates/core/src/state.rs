@@ -34,10 +34,24 @@ pub fn create_dir(purpose: &str, root: &Path) -> io::Result<PathBuf> {
 
 /// A fresh, empty folder of this process's under [`root_dir`] for
 /// `purpose`, for one child's use (an overlay's work folder); removed
-/// with [`remove_scratch`] when the child is done.
+/// with [`remove_scratch`] when the child is done. The first one of a
+/// process also has what ended processes left there removed.
 pub fn scratch_dir(purpose: &str, root: &Path) -> io::Result<PathBuf> {
     static UNIQUE: AtomicU64 = AtomicU64::new(0);
-    let dir = root_dir(purpose, root).join(format!(
+    static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let parent = root_dir(purpose, root);
+    let first = {
+        let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+        let first = !swept.contains(&parent);
+        if first {
+            swept.push(parent.clone());
+        }
+        first
+    };
+    if first {
+        sweep_scratch(&parent);
+    }
+    let dir = parent.join(format!(
         "{}-{}",
         std::process::id(),
         UNIQUE.fetch_add(1, Ordering::Relaxed)
@@ -46,12 +60,55 @@ pub fn scratch_dir(purpose: &str, root: &Path) -> io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Removes a [`scratch_dir`] an overlay used: its empty `work` and
-/// `index` folders (left without permissions, so never listed), then
-/// itself. Best effort: what cannot go stays for the next look.
+/// Hands [`remove_scratch`] what processes that are gone left in
+/// `parent` (named `PID-N`).
+fn sweep_scratch(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.split_once('-'))
+            .map(|(pid, _)| pid);
+        let gone = pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists());
+        if gone {
+            remove_scratch(&entry.path());
+        }
+    }
+}
+
+/// Removes a [`scratch_dir`] an overlay used, later, on a thread of its
+/// own: its `work` and `index` folders (left without permissions, which
+/// their owner gives back first; `work` keeps the `incompat/volatile`
+/// mark of a volatile overlay), then itself. Off the caller's path
+/// because freeing a folder's blocks can wait on the disk (a synchronous
+/// discard on file systems mounted with `discard`), several times per
+/// overlay. Best effort: what cannot go is swept by a later process.
 pub fn remove_scratch(dir: &Path) {
+    use std::sync::mpsc::{Sender, channel};
+    static REMOVER: std::sync::Mutex<Option<Sender<PathBuf>>> = std::sync::Mutex::new(None);
+    let mut remover = REMOVER.lock().unwrap_or_else(|e| e.into_inner());
+    let sender = remover.get_or_insert_with(|| {
+        let (sender, dirs) = channel::<PathBuf>();
+        let spawned = std::thread::Builder::new()
+            .name("gantry-scratch".into())
+            .spawn(move || dirs.into_iter().for_each(|dir| remove_now(&dir)));
+        if spawned.is_err() {
+            tracing::debug!("no thread to remove scratch folders; they wait for a later sweep");
+        }
+        sender
+    });
+    let _ = sender.send(dir.to_path_buf());
+}
+
+fn remove_now(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
     for inner in ["work", "index"] {
-        let _ = std::fs::remove_dir(dir.join(inner));
+        let inner = dir.join(inner);
+        let _ = std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o700));
+        let _ = std::fs::remove_dir_all(inner);
     }
     let _ = std::fs::remove_dir(dir);
 }

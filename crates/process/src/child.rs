@@ -289,12 +289,12 @@ impl Command {
     pub fn spawn(&self) -> io::Result<Child> {
         let reaper = if self.direct { None } else { reaper::located() };
         let confinement = self.sandbox.confinement()?;
-        let (namespaces, protected_absent, scratch, listening) = match reaper {
+        let (namespaces, protected_absent, caches, listening) = match reaper {
             Some(_) => match self.sandbox.namespace_plan(&self.inbound)? {
-                Some((plan, spawn)) => (Some(plan), spawn.absent, spawn.scratch, spawn.plan.listen),
-                None => (None, Vec::new(), Vec::new(), Vec::new()),
+                Some((plan, spawn)) => (Some(plan), spawn.absent, spawn.caches, spawn.plan.listen),
+                None => (None, Vec::new(), None, Vec::new()),
             },
-            None => (None, Vec::new(), Vec::new(), Vec::new()),
+            None => (None, Vec::new(), None, Vec::new()),
         };
         // The reaper gets the environment, directory and stdio, and hands
         // them on to the command; it confines itself and the command in
@@ -306,6 +306,7 @@ impl Command {
                     &self.args,
                     confinement.map(|c| &**c),
                     namespaces,
+                    caches.as_deref().map(|c| c.namespace()),
                 )?;
                 (command, Some(setup))
             }
@@ -421,7 +422,6 @@ impl Command {
             output: None,
             stderr: None,
             protected_absent,
-            _scratch: Scratch(scratch),
             network: None,
         };
         child.network = network.transpose()?;
@@ -461,7 +461,6 @@ pub struct Child {
     protected_absent: Vec<PathBuf>,
     /// Folders made for its namespaces, held only to be removed when it
     /// is dropped.
-    _scratch: Scratch,
     /// Its own network's side in Gantry, where it has one.
     network: Option<OwnNetwork>,
 }
@@ -502,18 +501,6 @@ impl OwnNetwork {
             tap,
             inbound: std::sync::Mutex::new(accepted),
         })
-    }
-}
-
-/// Folders Gantry made for one child (its overlays' work folders),
-/// removed when it is dropped, after the child itself.
-struct Scratch(Vec<PathBuf>);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        for dir in &self.0 {
-            gantry_core::state::remove_scratch(dir);
-        }
     }
 }
 

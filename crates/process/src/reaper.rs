@@ -43,12 +43,12 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use crate::sandbox::namespace::{self, Plan};
+use crate::sandbox::namespace::{self, CacheNamespace, Plan};
 use crate::sandbox::{Prepared, read_filter, restrict};
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::{FdFlags, fcntl_dupfd_cloexec, fcntl_setfd};
@@ -222,6 +222,7 @@ impl Reaper {
         args: &[OsString],
         confine: Option<&Prepared>,
         namespaces: Option<OwnedFd>,
+        caches: Option<&CacheNamespace>,
     ) -> io::Result<(std::process::Command, Setup)> {
         let (ours, theirs) = UnixStream::pair()?;
         let theirs = OwnedFd::from(theirs);
@@ -250,9 +251,69 @@ impl Reaper {
                 .arg(plan.as_raw_fd().to_string());
             handed.push(plan);
         }
+        if let Some(caches) = caches {
+            for (flag, fd) in [
+                ("--join-user", &caches.user),
+                ("--join-mount", &caches.mount),
+            ] {
+                let copy = fcntl_dupfd_cloexec(fd, 3)?;
+                command.arg(flag).arg(copy.as_raw_fd().to_string());
+                handed.push(copy);
+            }
+        }
         command.arg("--").arg(program).args(args);
         Ok((command, Setup { ours, handed }))
     }
+
+    /// Has a reaper make the run's [`CacheNamespace`] with the overlays of
+    /// `plan` (a memfd), and waits (bounded) for it.
+    pub(crate) fn prepare_caches(&self, plan: OwnedFd) -> io::Result<CacheNamespace> {
+        let (ours, theirs) = UnixStream::pair()?;
+        let theirs = OwnedFd::from(theirs);
+        let mut command = std::process::Command::new(&self.program);
+        if let Some(arg0) = &self.arg0 {
+            command.arg0(arg0);
+        }
+        command
+            .arg(INVOKED_AS)
+            .arg("--prepare-caches")
+            .arg("--control")
+            .arg(theirs.as_raw_fd().to_string())
+            .arg("--namespaces")
+            .arg(plan.as_raw_fd().to_string())
+            .arg("--")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null());
+        let mut reaper = spawn_handing(&mut command, vec![theirs, plan])?;
+        let answer = read_line_with_fds(&ours);
+        let _ = reaper.kill();
+        let _ = reaper.wait();
+        let (line, _, fds) = answer?;
+        if let Some(error) = parse_error(&line) {
+            return Err(error);
+        }
+        match <[OwnedFd; 2]>::try_from(fds) {
+            Ok([user, mount]) if line == "ready" => Ok(CacheNamespace { user, mount }),
+            _ => Err(io::Error::other(format!(
+                "the reaper said `{line}` instead of preparing the caches"
+            ))),
+        }
+    }
+}
+
+/// Spawns `command` with the `handed` descriptors inherited, and only
+/// those: they lose close-on-exec while no other spawn can run.
+fn spawn_handing(
+    command: &mut std::process::Command,
+    handed: Vec<OwnedFd>,
+) -> io::Result<std::process::Child> {
+    let _alone: RwLockWriteGuard<'_, ()> = SPAWNING.write().unwrap_or_else(|e| e.into_inner());
+    for fd in &handed {
+        fcntl_setfd(fd, FdFlags::empty())?;
+    }
+    let spawned = command.spawn();
+    drop(handed);
+    spawned
 }
 
 impl Setup {
@@ -265,17 +326,7 @@ impl Setup {
         command: &mut std::process::Command,
     ) -> io::Result<(std::process::Child, Control)> {
         let Setup { ours, handed } = self;
-        let spawned = {
-            let _alone: RwLockWriteGuard<'_, ()> =
-                SPAWNING.write().unwrap_or_else(|e| e.into_inner());
-            for fd in &handed {
-                fcntl_setfd(fd, FdFlags::empty())?;
-            }
-            let spawned = command.spawn();
-            drop(handed);
-            spawned?
-        };
-        let mut spawned = spawned;
+        let mut spawned = spawn_handing(command, handed)?;
         match handshake(&ours) {
             Ok((command, pending, listeners)) => {
                 ours.set_nonblocking(true)?;
@@ -303,6 +354,22 @@ impl Setup {
 /// Reads the reaper's first line: `pid N` (with the listeners of the
 /// command's own network attached), or `error ERRNO`.
 fn handshake(socket: &UnixStream) -> io::Result<(Pid, Vec<u8>, Vec<OwnedFd>)> {
+    let (line, rest, listeners) = read_line_with_fds(socket)?;
+    let parsed = |word: &str| line.strip_prefix(word).and_then(|n| n.trim().parse().ok());
+    if let Some(pid) = parsed("pid ").and_then(Pid::from_raw) {
+        return Ok((pid, rest, listeners));
+    }
+    if let Some(error) = parse_error(&line) {
+        return Err(error);
+    }
+    Err(io::Error::other(format!(
+        "the reaper said `{line}` instead of starting the command"
+    )))
+}
+
+/// The reaper's first line, what came after it, and the descriptors sent
+/// with it, waiting at most [`HANDSHAKE`].
+fn read_line_with_fds(socket: &UnixStream) -> io::Result<(String, Vec<u8>, Vec<OwnedFd>)> {
     use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
     socket.set_read_timeout(Some(HANDSHAKE))?;
     let mut got = Vec::new();
@@ -354,16 +421,7 @@ fn handshake(socket: &UnixStream) -> io::Result<(Pid, Vec<u8>, Vec<OwnedFd>)> {
         }
     };
     let (line, rest) = line;
-    let parsed = |word: &str| line.strip_prefix(word).and_then(|n| n.trim().parse().ok());
-    if let Some(pid) = parsed("pid ").and_then(Pid::from_raw) {
-        return Ok((pid, rest, listeners));
-    }
-    if let Some(error) = parse_error(&line) {
-        return Err(error);
-    }
-    Err(io::Error::other(format!(
-        "the reaper said `{line}` instead of starting the command"
-    )))
+    Ok((line, rest, listeners))
 }
 
 /// Gantry's end of a running reaper: requests go one way, the command's
@@ -484,7 +542,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ! {
         Err(message) => {
             eprintln!(
                 "gantry-reap: {message}\nusage: gantry-reap [--parent PID] [--control FD] \
-                 [--landlock FD --seccomp FD [--namespaces FD]] -- PROGRAM [ARGS...]"
+                 [--landlock FD --seccomp FD [--namespaces FD [--join-user FD --join-mount FD]]] \
+                 -- PROGRAM [ARGS...]\n       gantry-reap --prepare-caches --control FD \
+                 --namespaces FD --"
             );
             125
         }
@@ -501,8 +561,22 @@ struct Options {
     seccomp: Option<OwnedFd>,
     /// The namespaces' plan, in a memfd: see [`namespace`].
     namespaces: Option<OwnedFd>,
-    program: OsString,
-    args: Vec<OsString>,
+    /// The run's user and mount namespaces with its build caches in
+    /// place, to make the command's from.
+    caches: Option<CacheNamespace>,
+    job: Job,
+}
+
+/// What a reaper was started for.
+enum Job {
+    /// A command and its arguments.
+    Run {
+        program: OsString,
+        args: Vec<OsString>,
+    },
+    /// The run's [`CacheNamespace`] (`--prepare-caches`, no command): the
+    /// plan's overlays mounted, the namespaces sent back, and done.
+    PrepareCaches,
 }
 
 impl Options {
@@ -516,11 +590,17 @@ impl Options {
         let mut landlock = None;
         let mut seccomp = None;
         let mut namespaces = None;
+        let (mut join_user, mut join_mount) = (None, None);
+        let mut prepare = false;
         loop {
             let flag = args.next().ok_or("missing `-- PROGRAM`")?;
             let flag = flag.to_string_lossy();
             if flag == "--" {
                 break;
+            }
+            if flag == "--prepare-caches" {
+                prepare = true;
+                continue;
             }
             let value: i32 = args
                 .next()
@@ -539,7 +619,7 @@ impl Options {
                         .map_err(|e| format!("--control {value}: {e}"))?;
                     control = Some(socket);
                 }
-                "--landlock" | "--seccomp" | "--namespaces" => {
+                "--landlock" | "--seccomp" | "--namespaces" | "--join-user" | "--join-mount" => {
                     if value < 3 {
                         return Err(format!("{flag}: expected a descriptor above stderr"));
                     }
@@ -551,24 +631,39 @@ impl Options {
                     match &*flag {
                         "--landlock" => landlock = Some(fd),
                         "--seccomp" => seccomp = Some(fd),
+                        "--join-user" => join_user = Some(fd),
+                        "--join-mount" => join_mount = Some(fd),
                         _ => namespaces = Some(fd),
                     }
                 }
                 other => return Err(format!("unknown option `{other}`")),
             }
         }
-        let program = args.next().ok_or("missing the PROGRAM after `--`")?;
+        let job = match (prepare, args.next()) {
+            (false, Some(program)) => Job::Run {
+                program,
+                args: args.collect(),
+            },
+            (true, None) => Job::PrepareCaches,
+            (false, None) => return Err("missing the PROGRAM after `--`".into()),
+            (true, Some(_)) => return Err("--prepare-caches runs no PROGRAM".into()),
+        };
         if seccomp.is_some() != landlock.is_some() {
             return Err("--landlock and --seccomp go together".into());
         }
+        let caches = match (join_user, join_mount) {
+            (Some(user), Some(mount)) => Some(CacheNamespace { user, mount }),
+            (None, None) => None,
+            _ => return Err("--join-user and --join-mount go together".into()),
+        };
         Ok(Options {
             parent,
             control,
             landlock,
             seccomp,
             namespaces,
-            program,
-            args: args.collect(),
+            caches,
+            job,
         })
     }
 }
@@ -593,13 +688,36 @@ fn reap(options: Options) -> i32 {
         landlock,
         seccomp,
         namespaces,
-        program,
-        args,
+        caches,
+        job,
     } = options;
     // Never SIGPIPE: a Gantry that is gone needs no telling.
     let say = |line: &str| {
         if let Some(control) = &control {
             let _ = rustix::net::send(control, line.as_bytes(), rustix::net::SendFlags::NOSIGNAL);
+        }
+    };
+    // Before any `/proc` is mounted over this one.
+    host_proc();
+    let (program, args) = match job {
+        Job::Run { program, args } => (program, args),
+        Job::PrepareCaches => {
+            let prepared = namespaces
+                .as_ref()
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+                .and_then(Plan::read)
+                .and_then(|plan| namespace::prepare_caches(&plan));
+            return match (prepared, &control) {
+                (Ok(caches), Some(control)) => {
+                    let _ = send_with_fds(control, b"ready\n", &[caches.user, caches.mount]);
+                    0
+                }
+                (Ok(_), None) => 125,
+                (Err(e), _) => {
+                    say(&error_line(&e, libc::EPERM));
+                    126
+                }
+            };
         }
     };
     let signals = match Signals::block() {
@@ -639,7 +757,7 @@ fn reap(options: Options) -> i32 {
         // and starts the command (Landlock forbids the mounts it makes
         // first). The reaper stays outside the command's Landlock domain,
         // where a confined command can neither signal nor trace it.
-        Ok(Some(plan)) => namespace::enter(&plan).and_then(|listeners| {
+        Ok(Some(plan)) => namespace::enter(&plan, caches).and_then(|listeners| {
             // The rules again, on what the paths are now (an overlay is
             // new inodes, which rules made before it never name).
             let confine_here = || {
@@ -923,8 +1041,8 @@ fn descendants() -> Descendants {
     let mut dead_children = false;
     let mut parents = Vec::new();
     // We have one thread: our children are those of our one task.
-    let ours = format!("/proc/self/task/{}/children", me.as_raw_nonzero());
-    let (first, table) = match std::fs::read_to_string(ours) {
+    let ours = format!("self/task/{}/children", me.as_raw_nonzero());
+    let (first, table) = match read_proc(&ours) {
         Ok(list) => (parse_pids(&list), None),
         Err(_) => {
             let table = parent_table();
@@ -984,15 +1102,10 @@ fn children_in(table: &[(Pid, Pid)], parent: Pid) -> Vec<Pid> {
 /// The children of `pid` through `/proc/PID/task/*/children` (a child
 /// belongs to the thread that forked it).
 pub(crate) fn children_of(pid: Pid) -> Vec<Pid> {
-    let tasks = Path::new("/proc")
-        .join(pid.as_raw_nonzero().to_string())
-        .join("task");
-    let Ok(tasks) = std::fs::read_dir(tasks) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+    let tasks = format!("{}/task", pid.as_raw_nonzero());
+    proc_entries(&tasks)
+        .iter()
+        .filter_map(|task| read_proc(&format!("{tasks}/{task}/children")).ok())
         .flat_map(|list| parse_pids(&list))
         .collect()
 }
@@ -1000,15 +1113,64 @@ pub(crate) fn children_of(pid: Pid) -> Vec<Pid> {
 /// Every process with its parent, from `/proc/*/stat`: for kernels
 /// without the `children` files.
 fn parent_table() -> Vec<(Pid, Pid)> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            let pid = Pid::from_raw(entry.file_name().to_str()?.parse().ok()?)?;
+    proc_entries(".")
+        .iter()
+        .filter_map(|name| {
+            let pid = Pid::from_raw(name.parse().ok()?)?;
             Some((pid, stat_of(pid)?.parent))
         })
+        .collect()
+}
+
+/// The `/proc` this process started with, held open: the namespace's
+/// init mounts its own `/proc` over it in the mount namespace it shares
+/// with the reaper (one mount namespace less to make and to free per
+/// command), and the reaper must go on seeing its own processes. Opened
+/// by the reaper before any such mount.
+fn host_proc() -> Option<&'static OwnedFd> {
+    static PROC: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
+    PROC.get_or_init(|| {
+        rustix::fs::open(
+            "/proc",
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .ok()
+    })
+    .as_ref()
+}
+
+/// A file of [`host_proc`], by its path relative to it.
+fn read_proc(relative: &str) -> io::Result<String> {
+    let proc = host_proc().ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+    let fd = rustix::fs::openat(
+        proc,
+        relative,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    io::read_to_string(std::fs::File::from(fd))
+}
+
+/// The names in a folder of [`host_proc`], by its path relative to it.
+fn proc_entries(relative: &str) -> Vec<String> {
+    let Some(proc) = host_proc() else {
+        return Vec::new();
+    };
+    let Ok(dir) = rustix::fs::openat(
+        proc,
+        relative,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) else {
+        return Vec::new();
+    };
+    let Ok(dir) = rustix::fs::Dir::read_from(&dir) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| entry.file_name().to_str().ok().map(str::to_string))
+        .filter(|name| name != "." && name != "..")
         .collect()
 }
 
@@ -1019,7 +1181,7 @@ struct Stat {
 
 /// The state and parent of `pid` from `/proc/PID/stat`.
 fn stat_of(pid: Pid) -> Option<Stat> {
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero())).ok()?;
+    let stat = read_proc(&format!("{}/stat", pid.as_raw_nonzero())).ok()?;
     // The command name may hold spaces and parentheses: parse after the last `)`.
     let (_, rest) = stat.rsplit_once(')')?;
     let mut fields = rest.split_whitespace();
@@ -1095,9 +1257,17 @@ mod tests {
     fn options_need_the_program_after_the_separator() {
         let parse = |args: &[&str]| Options::parse(args.iter().map(OsString::from));
         let options = parse(&["__reap", "--parent", "1", "--", "sleep", "1"]).unwrap();
-        assert_eq!(options.program, "sleep");
-        assert_eq!(options.args, ["1"]);
+        let Job::Run { program, args } = &options.job else {
+            panic!("a command to run");
+        };
+        assert_eq!(program, "sleep");
+        assert_eq!(args, &["1"]);
         assert_eq!(options.parent, Pid::from_raw(1));
+        assert!(matches!(
+            parse(&["--prepare-caches", "--"]).map(|o| o.job),
+            Ok(Job::PrepareCaches)
+        ));
+        assert!(parse(&["--prepare-caches", "--", "x"]).is_err());
         assert!(parse(&["sleep"]).is_err());
         assert!(parse(&["--"]).is_err());
         assert!(parse(&["--control", "1", "--", "x"]).is_err());

@@ -22,11 +22,12 @@
 //!
 //! Gantry builds a [`Plan`] per spawn (which protected paths exist now),
 //! hands it to the reaper in a memfd, and the reaper:
-//! 1. [`enter`]s new user, mount, IPC and PID namespaces, maps its own ids
-//!    and lays out the mounts;
+//! 1. [`enter`]s new mount, IPC and PID namespaces (and network), in the
+//!    user namespace of the run's [`CacheNamespace`] where there is one
+//!    (its overlays copied in) or a new one, and lays out the mounts;
 //! 2. forks the namespace's init (PID 1), which mounts a `/proc` of its
-//!    own in a mount namespace of its own ([`Init::start`]), confines
-//!    itself (capabilities, Landlock, seccomp) and starts the command;
+//!    own ([`Init::start`]), confines itself (capabilities, Landlock,
+//!    seccomp) and starts the command;
 //! 3. learns the command's pid outside the namespace, reports it to
 //!    Gantry, and sweeps as before. When init exits, every process of the
 //!    namespace dies with it.
@@ -240,6 +241,15 @@ fn bind_self(path: &Path, read_only: bool) -> io::Result<()> {
 /// kernel refuses the overlay (a file system without user extended
 /// attributes for `upper`), the cache is read-only instead: never shared
 /// writable.
+///
+/// `volatile` (Linux 5.10) first: without it, the overlay's unmount when
+/// the command's namespace ends syncs the whole file system `upper` lives
+/// on and waits for its writeback, which was most of what a confined
+/// spawn cost (and grows with whatever else the machine is writing). The
+/// upper folder is a cache of downloads: losing its last writes to a
+/// power cut is acceptable, and each spawn has a fresh work folder, so
+/// the `incompat/volatile` mark volatile leaves there never blocks a
+/// later mount.
 fn private_cache(cache: &Path, upper: &Path, work: &Path) -> io::Result<()> {
     let options = format!(
         "lowerdir={},upperdir={},workdir={},userxattr,index=off",
@@ -247,14 +257,18 @@ fn private_cache(cache: &Path, upper: &Path, work: &Path) -> io::Result<()> {
         escape(upper),
         escape(work)
     );
-    mount(
-        Some(Path::new("overlay")),
-        cache,
-        Some("overlay"),
-        libc::MS_NOSUID | libc::MS_NODEV,
-        Some(&options),
-    )
-    .or_else(|_| bind_self(cache, true))
+    let overlay = |options: &str| {
+        mount(
+            Some(Path::new("overlay")),
+            cache,
+            Some("overlay"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(options),
+        )
+    };
+    overlay(&format!("{options},volatile"))
+        .or_else(|_| overlay(&options))
+        .or_else(|_| bind_self(cache, true))
 }
 
 /// A path for overlay's options, where `,`, `:` and `\` separate.
@@ -280,25 +294,36 @@ fn write_proc(file: &str, text: &str) -> io::Result<()> {
 /// Enters new user, mount, IPC and PID namespaces (the PID one for the
 /// children to come), and a network one where the plan says so, and lays
 /// out `plan`'s mounts. Run by the reaper, single-threaded, before it
-/// forks the namespace's init. The ids map to themselves (root to root: a
-/// user namespace cannot map more of its parent's ids without a helper
-/// outside it, so other users' files show as `nobody`). Returns the
-/// listeners on the plan's ports of the new loopback, in order, for
-/// Gantry.
-pub(crate) fn enter(plan: &Plan) -> io::Result<Vec<OwnedFd>> {
-    let uid = rustix::process::getuid().as_raw();
-    let gid = rustix::process::getgid().as_raw();
-    let mut flags =
-        libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID;
+/// forks the namespace's init. Returns the listeners on the plan's ports
+/// of the new loopback, in order, for Gantry.
+///
+/// With `caches` (see [`prepare_caches`]), the new mount namespace is a
+/// copy of that one, with the run's overlays already in place, in its
+/// user namespace; without, both are new and the plan's overlays (if
+/// any) are mounted here.
+pub(crate) fn enter(plan: &Plan, caches: Option<CacheNamespace>) -> io::Result<Vec<OwnedFd>> {
+    // Joining a mount namespace moves the working directory to its root;
+    // and a directory held across new mounts would lead past them. So it
+    // is found again by its path once the mounts are laid out.
+    let directory = std::env::current_dir()?;
+    let (uid, gid) = own_ids();
+    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID;
     if plan.own_network {
         flags |= libc::CLONE_NEWNET;
+    }
+    // Joined, the descriptors are closed: nothing forked from here (the
+    // namespace's init) holds a way back into the run's namespaces.
+    let joined = caches.is_some();
+    match caches {
+        Some(caches) => caches.join()?,
+        None => flags |= libc::CLONE_NEWUSER,
     }
     // SAFETY: unshare with namespace flags only changes this process.
     check(unsafe { libc::unshare(flags) })
         .map_err(|e| io::Error::new(e.kind(), format!("unshare: {e}")))?;
-    write_proc("/proc/self/setgroups", "deny")?;
-    write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
-    write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    if !joined {
+        map_own_ids(uid, gid)?;
+    }
     let listeners = match plan.own_network {
         true => own_network(&plan.listen)?,
         false => Vec::new(),
@@ -332,12 +357,7 @@ pub(crate) fn enter(plan: &Plan) -> io::Result<Vec<OwnedFd>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         other => other,
     };
-    for layers in plan.overlay.chunks(3) {
-        let [cache, upper, work] = layers else {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
-        };
-        private_cache(cache, upper, work)?;
-    }
+    mount_overlays(plan)?;
     for path in &plan.pin {
         gone(bind_self(path, false))?;
     }
@@ -379,7 +399,98 @@ pub(crate) fn enter(plan: &Plan) -> io::Result<Vec<OwnedFd>> {
             None,
         )?;
     }
+    std::env::set_current_dir(&directory)?;
     Ok(listeners)
+}
+
+/// Maps this process's ids (`uid`, `gid`: read before it unshared, as
+/// they show as `nobody` after) to themselves in its new user namespace
+/// (root to root: a user namespace cannot map more of its parent's ids without
+/// a helper outside it, so other users' files show as `nobody`).
+fn map_own_ids(uid: u32, gid: u32) -> io::Result<()> {
+    write_proc("/proc/self/setgroups", "deny")?;
+    write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+    write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))
+}
+
+fn own_ids() -> (u32, u32) {
+    (
+        rustix::process::getuid().as_raw(),
+        rustix::process::getgid().as_raw(),
+    )
+}
+
+fn mount_overlays(plan: &Plan) -> io::Result<()> {
+    for layers in plan.overlay.chunks(3) {
+        let [cache, upper, work] = layers else {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        };
+        private_cache(cache, upper, work)?;
+    }
+    Ok(())
+}
+
+/// A user namespace and a mount namespace with a run's build caches
+/// behind their overlays, held by descriptors: each confined command's
+/// namespaces are made from these instead of anew.
+///
+/// An overlay costs at its mount (feature checks that write and remove
+/// files in its work folder) and more at its end (the kernel waits for an
+/// RCU grace period per overlay when it frees one). Mounted once per run
+/// and copied into each command's mount namespace, they cost neither per
+/// command; and the commands of a run share one overlay per cache, the
+/// only way the kernel supports an upper folder used at once.
+#[derive(Debug)]
+pub(crate) struct CacheNamespace {
+    pub user: OwnedFd,
+    pub mount: OwnedFd,
+}
+
+impl CacheNamespace {
+    /// Enters the two namespaces; the caller, single-threaded, then holds
+    /// every capability in that user namespace, enough to unshare the
+    /// others from it.
+    fn join(self) -> io::Result<()> {
+        for (fd, kind) in [
+            (&self.user, libc::CLONE_NEWUSER),
+            (&self.mount, libc::CLONE_NEWNS),
+        ] {
+            // SAFETY: setns on a namespace descriptor we hold.
+            check(unsafe { libc::setns(fd.as_raw_fd(), kind) })
+                .map_err(|e| io::Error::new(e.kind(), format!("setns: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+/// Makes a user namespace and a mount namespace with `plan`'s overlays,
+/// in a reaper started for that alone, which hands the two back and
+/// exits: descriptors keep namespaces alive without a process in them.
+pub(crate) fn prepare_caches(plan: &Plan) -> io::Result<CacheNamespace> {
+    let (uid, gid) = own_ids();
+    // SAFETY: unshare with namespace flags only changes this process.
+    check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) })
+        .map_err(|e| io::Error::new(e.kind(), format!("unshare: {e}")))?;
+    map_own_ids(uid, gid)?;
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
+    mount_overlays(plan)?;
+    let open = |path: &str| -> io::Result<OwnedFd> {
+        Ok(rustix::fs::open(
+            path,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?)
+    };
+    Ok(CacheNamespace {
+        user: open("/proc/self/ns/user")?,
+        mount: open("/proc/self/ns/mnt")?,
+    })
 }
 
 /// Brings up the new network namespace's loopback (down at its birth) and
@@ -440,8 +551,8 @@ pub(crate) type Confine<'a> = &'a dyn Fn() -> io::Result<()>;
 
 impl Init {
     /// Forks the namespace's init (PID 1): it mounts a `/proc` of its own
-    /// in a mount namespace of its own (the reaper keeps the host's, to
-    /// find and end the command's processes), runs `confine`, starts
+    /// (the reaper holds the host's open, to find and end the command's
+    /// processes), runs `confine`, starts
     /// `program` with `spawn`, says so, and waits for it; when the command
     /// exits it reports the status and exits, which ends every process of
     /// the namespace. Returns in the reaper once init has started the
@@ -624,10 +735,9 @@ fn child_exits() -> io::Result<OwnedFd> {
     }
 }
 
-/// A mount namespace of init's own with a `/proc` of its PID namespace.
+/// A `/proc` of init's PID namespace, over the one the reaper (which
+/// shares this mount namespace) holds open.
 fn own_proc() -> io::Result<()> {
-    // SAFETY: unshare with a namespace flag only changes this process.
-    check(unsafe { libc::unshare(libc::CLONE_NEWNS) })?;
     mount(
         Some(Path::new("proc")),
         Path::new("/proc"),
@@ -710,14 +820,13 @@ unsafe fn probe_child(fd: libc::c_int) -> libc::c_int {
             return report(errno());
         }
         if init == 0 {
-            let failed = libc::unshare(libc::CLONE_NEWNS) != 0
-                || libc::mount(
-                    c"proc".as_ptr(),
-                    c"/proc".as_ptr(),
-                    c"proc".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    none.cast(),
-                ) != 0;
+            let failed = libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                none.cast(),
+            ) != 0;
             libc::_exit(if failed { errno() } else { 0 });
         }
         let mut status = 0;

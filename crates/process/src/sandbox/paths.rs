@@ -12,8 +12,9 @@
 //! the other users' homes.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
-use super::namespace::Plan;
+use super::namespace::{CacheNamespace, Plan};
 
 /// Kept read-only in every writable root that is a workspace root or
 /// one the user named (`writableRoots`), where they exist.
@@ -157,6 +158,10 @@ pub(super) struct Layout {
     /// folders made at each spawn).
     caches: Vec<(PathBuf, PathBuf)>,
     workspace: PathBuf,
+    /// The caches behind their overlays, made at the first spawn that
+    /// needs them, for this layout's life (`None`: the kernel refused,
+    /// and the caches are read-only instead).
+    prepared: Arc<OnceLock<Option<Arc<PreparedCaches>>>>,
     /// Whether sockets are denied (for the rules init makes again).
     network_denied: bool,
     /// A network namespace of the command's own, with listeners on these
@@ -166,12 +171,55 @@ pub(super) struct Layout {
 }
 
 /// A spawn's namespaces: the plan, the protected paths that did not
-/// exist, and the folders made for it (overlays' work folders), removed
-/// when the command is done.
+/// exist, and the run's caches to make them from.
 pub(crate) struct Spawn {
     pub plan: Plan,
     pub absent: Vec<PathBuf>,
-    pub scratch: Vec<PathBuf>,
+    pub caches: Option<Arc<PreparedCaches>>,
+}
+
+/// A layout's [`CacheNamespace`] and the overlays' work folders, removed
+/// once the namespaces are let go.
+#[derive(Debug)]
+pub(crate) struct PreparedCaches {
+    namespace: Option<CacheNamespace>,
+    work: Vec<PathBuf>,
+}
+
+impl PreparedCaches {
+    /// Has a reaper mount the overlays of `caches` (cache, upper folder).
+    fn new(caches: &[(PathBuf, PathBuf)], workspace: &Path) -> std::io::Result<PreparedCaches> {
+        let reaper = crate::reaper::located()
+            .ok_or_else(|| std::io::Error::other("no reaper to prepare the caches"))?;
+        let mut plan = Plan::default();
+        let mut prepared = PreparedCaches {
+            namespace: None,
+            work: Vec::new(),
+        };
+        for (cache, upper) in caches {
+            let work = gantry_core::state::scratch_dir("caches-work", workspace)?;
+            plan.overlay
+                .extend([cache.clone(), upper.clone(), work.clone()]);
+            prepared.work.push(work);
+        }
+        prepared.namespace = Some(reaper.prepare_caches(plan.to_memfd()?)?);
+        Ok(prepared)
+    }
+
+    pub(crate) fn namespace(&self) -> &CacheNamespace {
+        self.namespace.as_ref().expect("held until dropped")
+    }
+}
+
+impl Drop for PreparedCaches {
+    fn drop(&mut self) {
+        // The overlays end with the last namespace that holds them; their
+        // work folders can go once ours are closed.
+        self.namespace.take();
+        for dir in &self.work {
+            gantry_core::state::remove_scratch(dir);
+        }
+    }
 }
 
 impl Layout {
@@ -231,6 +279,7 @@ impl Layout {
             not_hidden,
             caches,
             workspace,
+            prepared: Arc::default(),
             network_denied: !network.sockets(),
             // A network of its own: the proxy's port, and the host's
             // loopback ports the user opened.
@@ -323,9 +372,6 @@ impl Layout {
             })
             .cloned()
             .collect();
-        // Each overlay needs a work folder of its own; the upper one is
-        // shared by the workspace's commands (`index=off`), so what one
-        // downloads the next one finds.
         plan.writable = self.writable.clone();
         if self.network_denied {
             plan.network_denied.push(PathBuf::from("/"));
@@ -334,20 +380,36 @@ impl Layout {
             plan.own_network = true;
             plan.listen = ports.clone();
         }
-        let mut scratch = Vec::new();
-        for (cache, upper) in &self.caches {
-            let Ok(work) = gantry_core::state::scratch_dir("caches-work", &self.workspace) else {
-                continue;
-            };
-            plan.overlay
-                .extend([cache.clone(), upper.clone(), work.clone()]);
-            scratch.push(work);
+        // The run's overlays, one per cache, shared by its commands (the
+        // upper folder is the workspace's, so what one downloads the next
+        // one finds); where the kernel refuses them, the caches are
+        // read-only: never shared writable.
+        let caches = match self.caches.is_empty() {
+            true => None,
+            false => self.prepared_caches(),
+        };
+        if caches.is_none() {
+            plan.protect
+                .extend(self.caches.iter().map(|(cache, _)| cache.clone()));
         }
         Spawn {
             plan,
             absent,
-            scratch,
+            caches,
         }
+    }
+
+    fn prepared_caches(&self) -> Option<Arc<PreparedCaches>> {
+        self.prepared
+            .get_or_init(|| {
+                PreparedCaches::new(&self.caches, &self.workspace)
+                    .inspect_err(|e| {
+                        tracing::warn!("build caches read-only: no overlays for them: {e}")
+                    })
+                    .ok()
+                    .map(Arc::new)
+            })
+            .clone()
     }
 
     /// Whether `path` is, or lies beneath, a protected path of the layout.
