@@ -398,6 +398,7 @@ impl Command {
                 self.asker.0.clone(),
             )
         });
+        let reports = control.as_ref().map(Control::socket_copy).transpose()?;
         let leader = Leader::new(spawned.id(), control).map_err(|(error, control)| {
             // Without a pidfd there is no safe way to signal it later: end
             // it now, while the pid is surely still its (a reaper told to
@@ -415,8 +416,14 @@ impl Command {
         // returns that one from `as_raw_fd`.
         let leader = unsafe { AsyncFd::register_with_interest(leader, Interest::READABLE) }
             .map_err(|e| e.into_parts().1)?;
+        let reports = reports
+            // SAFETY: an owned descriptor, whose `as_raw_fd` is always it.
+            .map(|fd| unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) })
+            .transpose()
+            .map_err(|e| e.into_parts().1)?;
         let mut child = Child {
             leader,
+            reports,
             stdin: None,
             stdout: None,
             output: None,
@@ -451,6 +458,9 @@ impl Command {
 /// reaper do it), so a cancelled call leaves nothing behind.
 pub struct Child {
     leader: AsyncFd<Leader>,
+    /// The reaper's control socket, readable when it reports the
+    /// command's end (before its own).
+    reports: Option<AsyncFd<OwnedFd>>,
     /// The child's stdin, when [`Command::stdin_piped`] asked for it.
     pub stdin: Option<pipe::Sender>,
     /// The child's stdout, when [`Stdout::Piped`] asked for it.
@@ -574,11 +584,28 @@ impl Child {
     /// it (an error if the reaper died without reporting). Any number of
     /// tasks may wait at once.
     pub async fn exited(&self) -> io::Result<ExitStatus> {
+        // Until the control socket is readable with no report on it (the
+        // reaper closed it without one: then its exit says the rest).
+        let mut reports = self.reports.as_ref();
         loop {
             if let Some(status) = self.try_exited()? {
                 return Ok(status);
             }
-            let mut ready = self.leader.readable().await?;
+            let mut ready = match reports {
+                Some(socket) => tokio::select! {
+                    ready = self.leader.readable() => ready?,
+                    ready = socket.readable() => {
+                        let mut ready = ready?;
+                        if let Some(status) = self.try_exited()? {
+                            return Ok(status);
+                        }
+                        ready.clear_ready();
+                        reports = None;
+                        continue;
+                    }
+                },
+                None => self.leader.readable().await?,
+            };
             if let Some(status) = self.try_exited()? {
                 return Ok(status);
             }
@@ -686,6 +713,15 @@ impl Leader {
     /// the command's as its reaper reported it.
     fn peek(&self) -> io::Result<Option<ExitStatus>> {
         let mut state = self.state();
+        if state.exit.is_none()
+            && state.reported.is_none()
+            && let Some(status) = state.control.as_mut().and_then(Control::status_now)
+        {
+            state.reported = Some(Ok(status));
+        }
+        if let Some(reported) = &state.reported {
+            return reported.clone().map(Some).map_err(io::Error::other);
+        }
         if state.exit.is_none() {
             let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
             state.exit = waitid(WaitId::PidFd(self.pidfd.as_fd()), options)?.map(exit_status);

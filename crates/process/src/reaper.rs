@@ -454,6 +454,32 @@ impl Control {
         let _ = rustix::net::send(&self.socket, byte, rustix::net::SendFlags::NOSIGNAL);
     }
 
+    /// The command's status, if the reaper has reported it already: it
+    /// does once every process the command started is gone, before its
+    /// own exit, which frees the command's namespaces and can take a few
+    /// milliseconds more that nobody needs to wait for.
+    pub(crate) fn status_now(&mut self) -> Option<ExitStatus> {
+        let mut chunk = [0u8; 256];
+        loop {
+            match (&self.socket).read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        String::from_utf8_lossy(&self.pending)
+            .lines()
+            .rev()
+            .find_map(parse_status)
+    }
+
+    /// A second descriptor of the control socket, for a reactor to say
+    /// when the report may have come.
+    pub(crate) fn socket_copy(&self) -> io::Result<OwnedFd> {
+        Ok(OwnedFd::from(self.socket.try_clone()?))
+    }
+
     /// The command's status as the reaper reported it before it exited
     /// (`exited` is the reaper's own exit), or why there is none.
     pub(crate) fn report(&mut self, exited: ExitStatus) -> Result<ExitStatus, String> {
