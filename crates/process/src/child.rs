@@ -289,12 +289,16 @@ impl Command {
     pub fn spawn(&self) -> io::Result<Child> {
         let reaper = if self.direct { None } else { reaper::located() };
         let confinement = self.sandbox.confinement()?;
-        let (namespaces, protected_absent, caches, listening) = match reaper {
+        let (namespaces, spawn) = match reaper {
             Some(_) => match self.sandbox.namespace_plan(&self.inbound)? {
-                Some((plan, spawn)) => (Some(plan), spawn.absent, spawn.caches, spawn.plan.listen),
-                None => (None, Vec::new(), None, Vec::new()),
+                Some((plan, spawn)) => (Some(plan), Some(spawn)),
+                None => (None, None),
             },
-            None => (None, Vec::new(), None, Vec::new()),
+            None => (None, None),
+        };
+        let (protected_absent, run, network, listening) = match spawn {
+            Some(spawn) => (spawn.absent, spawn.run, spawn.network, spawn.plan.listen),
+            None => (Vec::new(), None, None, Vec::new()),
         };
         // The reaper gets the environment, directory and stdio, and hands
         // them on to the command; it confines itself and the command in
@@ -306,7 +310,8 @@ impl Command {
                     &self.args,
                     confinement.map(|c| &**c),
                     namespaces,
-                    caches.as_deref().map(|c| c.namespace()),
+                    run.as_deref().map(|run| run.namespace()),
+                    network.as_ref().map(|network| &network.namespace),
                 )?;
                 (command, Some(setup))
             }
@@ -386,10 +391,14 @@ impl Command {
         // Our copies of the write ends close here: the reader sees the end
         // of output once the child's processes have closed theirs.
         drop(command);
-        let listeners = control
-            .as_mut()
-            .map(reaper::Control::take_listeners)
-            .unwrap_or_default();
+        // Made ahead with the network, or by the reaper with it.
+        let listeners = match network {
+            Some(network) => network.listeners,
+            None => control
+                .as_mut()
+                .map(reaper::Control::take_listeners)
+                .unwrap_or_default(),
+        };
         let network = proxy.map(|proxy| {
             OwnNetwork::serve(
                 proxy,

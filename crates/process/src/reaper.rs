@@ -48,7 +48,7 @@ use std::process::ExitStatus;
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use crate::sandbox::namespace::{self, CacheNamespace, Plan};
+use crate::sandbox::namespace::{self, Plan, RunNamespaces};
 use crate::sandbox::{Prepared, read_filter, restrict};
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::{FdFlags, fcntl_dupfd_cloexec, fcntl_setfd};
@@ -222,7 +222,8 @@ impl Reaper {
         args: &[OsString],
         confine: Option<&Prepared>,
         namespaces: Option<OwnedFd>,
-        caches: Option<&CacheNamespace>,
+        run: Option<&RunNamespaces>,
+        network: Option<&OwnedFd>,
     ) -> io::Result<(std::process::Command, Setup)> {
         let (ours, theirs) = UnixStream::pair()?;
         let theirs = OwnedFd::from(theirs);
@@ -251,23 +252,45 @@ impl Reaper {
                 .arg(plan.as_raw_fd().to_string());
             handed.push(plan);
         }
-        if let Some(caches) = caches {
-            for (flag, fd) in [
-                ("--join-user", &caches.user),
-                ("--join-mount", &caches.mount),
-            ] {
-                let copy = fcntl_dupfd_cloexec(fd, 3)?;
-                command.arg(flag).arg(copy.as_raw_fd().to_string());
-                handed.push(copy);
-            }
+        let run = run.map(|run| [("--join-user", &run.user), ("--join-mount", &run.mount)]);
+        let network = network.map(|network| ("--join-network", network));
+        for (flag, fd) in run.into_iter().flatten().chain(network) {
+            let copy = fcntl_dupfd_cloexec(fd, 3)?;
+            command.arg(flag).arg(copy.as_raw_fd().to_string());
+            handed.push(copy);
         }
         command.arg("--").arg(program).args(args);
         Ok((command, Setup { ours, handed }))
     }
 
-    /// Has a reaper make the run's [`CacheNamespace`] with the overlays of
+    /// Has a reaper make the run's [`RunNamespaces`] with the overlays of
     /// `plan` (a memfd), and waits (bounded) for it.
-    pub(crate) fn prepare_caches(&self, plan: OwnedFd) -> io::Result<CacheNamespace> {
+    pub(crate) fn prepare_run(&self, plan: OwnedFd) -> io::Result<RunNamespaces> {
+        match <[OwnedFd; 2]>::try_from(self.prepare("--prepare-run", plan, None)?) {
+            Ok([user, mount]) => Ok(RunNamespaces { user, mount }),
+            Err(_) => Err(io::Error::other("the reaper sent no namespaces")),
+        }
+    }
+
+    /// Has a reaper make a network namespace in the run's user namespace
+    /// (`user`) with listeners on the ports of `plan` (a memfd), and waits
+    /// (bounded) for it: the namespace, then the listeners in order.
+    pub(crate) fn prepare_network(
+        &self,
+        plan: OwnedFd,
+        user: &OwnedFd,
+    ) -> io::Result<Vec<OwnedFd>> {
+        self.prepare("--prepare-network", plan, Some(user))
+    }
+
+    /// Runs a reaper for the `job` of preparing namespaces from `plan`
+    /// (joining `user` first where given), and takes what it sends.
+    fn prepare(
+        &self,
+        job: &str,
+        plan: OwnedFd,
+        user: Option<&OwnedFd>,
+    ) -> io::Result<Vec<OwnedFd>> {
         let (ours, theirs) = UnixStream::pair()?;
         let theirs = OwnedFd::from(theirs);
         let mut command = std::process::Command::new(&self.program);
@@ -276,15 +299,22 @@ impl Reaper {
         }
         command
             .arg(INVOKED_AS)
-            .arg("--prepare-caches")
+            .arg(job)
             .arg("--control")
             .arg(theirs.as_raw_fd().to_string())
             .arg("--namespaces")
-            .arg(plan.as_raw_fd().to_string())
+            .arg(plan.as_raw_fd().to_string());
+        let mut handed = vec![theirs, plan];
+        if let Some(user) = user {
+            let copy = fcntl_dupfd_cloexec(user, 3)?;
+            command.arg("--join-user").arg(copy.as_raw_fd().to_string());
+            handed.push(copy);
+        }
+        command
             .arg("--")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null());
-        let mut reaper = spawn_handing(&mut command, vec![theirs, plan])?;
+        let mut reaper = spawn_handing(&mut command, handed)?;
         let answer = read_line_with_fds(&ours);
         let _ = reaper.kill();
         let _ = reaper.wait();
@@ -292,10 +322,10 @@ impl Reaper {
         if let Some(error) = parse_error(&line) {
             return Err(error);
         }
-        match <[OwnedFd; 2]>::try_from(fds) {
-            Ok([user, mount]) if line == "ready" => Ok(CacheNamespace { user, mount }),
-            _ => Err(io::Error::other(format!(
-                "the reaper said `{line}` instead of preparing the caches"
+        match line == "ready" {
+            true => Ok(fds),
+            false => Err(io::Error::other(format!(
+                "the reaper said `{line}` instead of preparing namespaces"
             ))),
         }
     }
@@ -375,7 +405,7 @@ fn read_line_with_fds(socket: &UnixStream) -> io::Result<(String, Vec<u8>, Vec<O
     let mut got = Vec::new();
     let mut chunk = [0u8; 64];
     let mut listeners = Vec::new();
-    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(16))];
+    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(64))];
     let line = loop {
         if let Some(end) = got.iter().position(|&b| b == b'\n') {
             let rest = got.split_off(end + 1);
@@ -568,9 +598,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ! {
         Err(message) => {
             eprintln!(
                 "gantry-reap: {message}\nusage: gantry-reap [--parent PID] [--control FD] \
-                 [--landlock FD --seccomp FD [--namespaces FD [--join-user FD --join-mount FD]]] \
-                 -- PROGRAM [ARGS...]\n       gantry-reap --prepare-caches --control FD \
-                 --namespaces FD --"
+                 [--landlock FD --seccomp FD [--namespaces FD [--join-user FD --join-mount FD \
+                 [--join-network FD]]]] -- PROGRAM [ARGS...]\n       gantry-reap \
+                 --prepare-run --control FD --namespaces FD --\n       gantry-reap \
+                 --prepare-network --control FD --namespaces FD --join-user FD --"
             );
             125
         }
@@ -587,9 +618,11 @@ struct Options {
     seccomp: Option<OwnedFd>,
     /// The namespaces' plan, in a memfd: see [`namespace`].
     namespaces: Option<OwnedFd>,
-    /// The run's user and mount namespaces with its build caches in
-    /// place, to make the command's from.
-    caches: Option<CacheNamespace>,
+    /// The run's user and mount namespaces (`--join-user`,
+    /// `--join-mount`) with its build caches in place, to make the
+    /// command's from, and a network namespace made for it beforehand
+    /// (`--join-network`).
+    join: [Option<OwnedFd>; 3],
     job: Job,
 }
 
@@ -600,9 +633,12 @@ enum Job {
         program: OsString,
         args: Vec<OsString>,
     },
-    /// The run's [`CacheNamespace`] (`--prepare-caches`, no command): the
+    /// The run's [`RunNamespaces`] (`--prepare-run`, no command): the
     /// plan's overlays mounted, the namespaces sent back, and done.
-    PrepareCaches,
+    PrepareRun,
+    /// A command's network namespace, ahead of it (`--prepare-network`):
+    /// see [`namespace::prepare_network`].
+    PrepareNetwork,
 }
 
 impl Options {
@@ -616,16 +652,20 @@ impl Options {
         let mut landlock = None;
         let mut seccomp = None;
         let mut namespaces = None;
-        let (mut join_user, mut join_mount) = (None, None);
-        let mut prepare = false;
+        let mut join: [Option<OwnedFd>; 3] = Default::default();
+        let mut prepare = None;
         loop {
             let flag = args.next().ok_or("missing `-- PROGRAM`")?;
             let flag = flag.to_string_lossy();
             if flag == "--" {
                 break;
             }
-            if flag == "--prepare-caches" {
-                prepare = true;
+            match &*flag {
+                "--prepare-run" => prepare = Some(Job::PrepareRun),
+                "--prepare-network" => prepare = Some(Job::PrepareNetwork),
+                _ => {}
+            }
+            if flag.starts_with("--prepare-") && prepare.is_some() {
                 continue;
             }
             let value: i32 = args
@@ -645,7 +685,8 @@ impl Options {
                         .map_err(|e| format!("--control {value}: {e}"))?;
                     control = Some(socket);
                 }
-                "--landlock" | "--seccomp" | "--namespaces" | "--join-user" | "--join-mount" => {
+                "--landlock" | "--seccomp" | "--namespaces" | "--join-user" | "--join-mount"
+                | "--join-network" => {
                     if value < 3 {
                         return Err(format!("{flag}: expected a descriptor above stderr"));
                     }
@@ -657,8 +698,9 @@ impl Options {
                     match &*flag {
                         "--landlock" => landlock = Some(fd),
                         "--seccomp" => seccomp = Some(fd),
-                        "--join-user" => join_user = Some(fd),
-                        "--join-mount" => join_mount = Some(fd),
+                        "--join-user" => join[0] = Some(fd),
+                        "--join-mount" => join[1] = Some(fd),
+                        "--join-network" => join[2] = Some(fd),
                         _ => namespaces = Some(fd),
                     }
                 }
@@ -666,29 +708,35 @@ impl Options {
             }
         }
         let job = match (prepare, args.next()) {
-            (false, Some(program)) => Job::Run {
+            (None, Some(program)) => Job::Run {
                 program,
                 args: args.collect(),
             },
-            (true, None) => Job::PrepareCaches,
-            (false, None) => return Err("missing the PROGRAM after `--`".into()),
-            (true, Some(_)) => return Err("--prepare-caches runs no PROGRAM".into()),
+            (Some(job), None) => job,
+            (None, None) => return Err("missing the PROGRAM after `--`".into()),
+            (Some(_), Some(_)) => return Err("--prepare-* runs no PROGRAM".into()),
         };
         if seccomp.is_some() != landlock.is_some() {
             return Err("--landlock and --seccomp go together".into());
         }
-        let caches = match (join_user, join_mount) {
-            (Some(user), Some(mount)) => Some(CacheNamespace { user, mount }),
-            (None, None) => None,
-            _ => return Err("--join-user and --join-mount go together".into()),
+        let [user, mount, network] = &join;
+        let well_formed = match job {
+            Job::Run { .. } => {
+                user.is_some() == mount.is_some() && (network.is_none() || user.is_some())
+            }
+            Job::PrepareRun => user.is_none() && mount.is_none() && network.is_none(),
+            Job::PrepareNetwork => user.is_some() && mount.is_none() && network.is_none(),
         };
+        if !well_formed {
+            return Err("--join-user, --join-mount and --join-network: not that way".into());
+        }
         Ok(Options {
             parent,
             control,
             landlock,
             seccomp,
             namespaces,
-            caches,
+            join,
             job,
         })
     }
@@ -714,7 +762,7 @@ fn reap(options: Options) -> i32 {
         landlock,
         seccomp,
         namespaces,
-        caches,
+        join: [join_user, join_mount, join_network],
         job,
     } = options;
     // Never SIGPIPE: a Gantry that is gone needs no telling.
@@ -725,17 +773,28 @@ fn reap(options: Options) -> i32 {
     };
     // Before any `/proc` is mounted over this one.
     host_proc();
-    let (program, args) = match job {
-        Job::Run { program, args } => (program, args),
-        Job::PrepareCaches => {
-            let prepared = namespaces
-                .as_ref()
-                .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
-                .and_then(Plan::read)
-                .and_then(|plan| namespace::prepare_caches(&plan));
+    let plan = || {
+        namespaces
+            .as_ref()
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+            .and_then(Plan::read)
+    };
+    let prepared = match job {
+        Job::Run { program, args } => Ok((program, args)),
+        Job::PrepareRun => Err(plan()
+            .and_then(|plan| namespace::prepare_run(&plan))
+            .map(|run| vec![run.user, run.mount])),
+        Job::PrepareNetwork => Err(plan().and_then(|plan| {
+            let user = join_user.as_ref().expect("checked by the parse");
+            namespace::prepare_network(user, &plan)
+        })),
+    };
+    let (program, args) = match prepared {
+        Ok(command) => command,
+        Err(prepared) => {
             return match (prepared, &control) {
-                (Ok(caches), Some(control)) => {
-                    let _ = send_with_fds(control, b"ready\n", &[caches.user, caches.mount]);
+                (Ok(fds), Some(control)) => {
+                    let _ = send_with_fds(control, b"ready\n", &fds);
                     0
                 }
                 (Ok(_), None) => 125,
@@ -745,6 +804,10 @@ fn reap(options: Options) -> i32 {
                 }
             };
         }
+    };
+    let run = match (join_user, join_mount) {
+        (Some(user), Some(mount)) => Some(RunNamespaces { user, mount }),
+        _ => None,
     };
     let signals = match Signals::block() {
         Ok(signals) => signals,
@@ -783,7 +846,7 @@ fn reap(options: Options) -> i32 {
         // and starts the command (Landlock forbids the mounts it makes
         // first). The reaper stays outside the command's Landlock domain,
         // where a confined command can neither signal nor trace it.
-        Ok(Some(plan)) => namespace::enter(&plan, caches).and_then(|listeners| {
+        Ok(Some(plan)) => namespace::enter(&plan, run, join_network).and_then(|listeners| {
             // The rules again, on what the paths are now (an overlay is
             // new inodes, which rules made before it never name).
             let confine_here = || {
@@ -1290,10 +1353,12 @@ mod tests {
         assert_eq!(args, &["1"]);
         assert_eq!(options.parent, Pid::from_raw(1));
         assert!(matches!(
-            parse(&["--prepare-caches", "--"]).map(|o| o.job),
-            Ok(Job::PrepareCaches)
+            parse(&["--prepare-run", "--"]).map(|o| o.job),
+            Ok(Job::PrepareRun)
         ));
-        assert!(parse(&["--prepare-caches", "--", "x"]).is_err());
+        assert!(parse(&["--prepare-run", "--", "x"]).is_err());
+        // A network made beforehand needs the run's user namespace.
+        assert!(parse(&["--prepare-network", "--"]).is_err());
         assert!(parse(&["sleep"]).is_err());
         assert!(parse(&["--"]).is_err());
         assert!(parse(&["--control", "1", "--", "x"]).is_err());

@@ -957,10 +957,7 @@ impl Sandbox {
     ) -> std::io::Result<Option<(std::os::fd::OwnedFd, paths::Spawn)>> {
         match (&self.inner.state, &self.inner.namespaces) {
             (State::Confined(_), Namespaces::Given(layout)) => {
-                let mut spawn = layout.spawn();
-                if spawn.plan.own_network {
-                    spawn.plan.listen.extend_from_slice(inbound);
-                }
+                let spawn = layout.spawn(inbound);
                 Ok(Some((spawn.plan.to_memfd()?, spawn)))
             }
             _ => Ok(None),

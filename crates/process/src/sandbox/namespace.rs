@@ -23,7 +23,7 @@
 //! Gantry builds a [`Plan`] per spawn (which protected paths exist now),
 //! hands it to the reaper in a memfd, and the reaper:
 //! 1. [`enter`]s new mount, IPC and PID namespaces (and network), in the
-//!    user namespace of the run's [`CacheNamespace`] where there is one
+//!    user namespace of the run's [`RunNamespaces`] where there is one
 //!    (its overlays copied in) or a new one, and lays out the mounts;
 //! 2. forks the namespace's init (PID 1), which mounts a `/proc` of its
 //!    own ([`Init::start`]), confines itself (capabilities, Landlock,
@@ -297,26 +297,36 @@ fn write_proc(file: &str, text: &str) -> io::Result<()> {
 /// forks the namespace's init. Returns the listeners on the plan's ports
 /// of the new loopback, in order, for Gantry.
 ///
-/// With `caches` (see [`prepare_caches`]), the new mount namespace is a
-/// copy of that one, with the run's overlays already in place, in its
-/// user namespace; without, both are new and the plan's overlays (if
-/// any) are mounted here.
-pub(crate) fn enter(plan: &Plan, caches: Option<CacheNamespace>) -> io::Result<Vec<OwnedFd>> {
+/// With the `run`'s namespaces (see [`prepare_run`]), the new mount
+/// namespace is a copy of the run's, with its overlays already in place,
+/// in its user namespace; without, both are new and the plan's overlays
+/// (if any) are mounted here. With a `network` made beforehand (see
+/// [`prepare_network`], in the run's user namespace), the command gets
+/// that one instead of a new one, and Gantry holds its listeners already.
+pub(crate) fn enter(
+    plan: &Plan,
+    run: Option<RunNamespaces>,
+    network: Option<OwnedFd>,
+) -> io::Result<Vec<OwnedFd>> {
     // Joining a mount namespace moves the working directory to its root;
     // and a directory held across new mounts would lead past them. So it
     // is found again by its path once the mounts are laid out.
     let directory = std::env::current_dir()?;
     let (uid, gid) = own_ids();
     let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID;
-    if plan.own_network {
-        flags |= libc::CLONE_NEWNET;
-    }
     // Joined, the descriptors are closed: nothing forked from here (the
     // namespace's init) holds a way back into the run's namespaces.
-    let joined = caches.is_some();
-    match caches {
-        Some(caches) => caches.join()?,
+    let joined = run.is_some();
+    match run {
+        Some(run) => run.join()?,
         None => flags |= libc::CLONE_NEWUSER,
+    }
+    let made_network = plan.own_network && network.is_none();
+    match network {
+        Some(network) if joined => set_namespace(&network, libc::CLONE_NEWNET)?,
+        Some(_) => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
+        None if plan.own_network => flags |= libc::CLONE_NEWNET,
+        None => {}
     }
     // SAFETY: unshare with namespace flags only changes this process.
     check(unsafe { libc::unshare(flags) })
@@ -324,7 +334,7 @@ pub(crate) fn enter(plan: &Plan, caches: Option<CacheNamespace>) -> io::Result<V
     if !joined {
         map_own_ids(uid, gid)?;
     }
-    let listeners = match plan.own_network {
+    let listeners = match made_network {
         true => own_network(&plan.listen)?,
         false => Vec::new(),
     };
@@ -431,8 +441,8 @@ fn mount_overlays(plan: &Plan) -> io::Result<()> {
 }
 
 /// A user namespace and a mount namespace with a run's build caches
-/// behind their overlays, held by descriptors: each confined command's
-/// namespaces are made from these instead of anew.
+/// behind their overlays (if it has any), held by descriptors: each
+/// confined command's namespaces are made from these instead of anew.
 ///
 /// An overlay costs at its mount (feature checks that write and remove
 /// files in its work folder) and more at its end (the kernel waits for an
@@ -441,32 +451,63 @@ fn mount_overlays(plan: &Plan) -> io::Result<()> {
 /// command; and the commands of a run share one overlay per cache, the
 /// only way the kernel supports an upper folder used at once.
 #[derive(Debug)]
-pub(crate) struct CacheNamespace {
+pub(crate) struct RunNamespaces {
     pub user: OwnedFd,
     pub mount: OwnedFd,
 }
 
-impl CacheNamespace {
+impl RunNamespaces {
     /// Enters the two namespaces; the caller, single-threaded, then holds
     /// every capability in that user namespace, enough to unshare the
     /// others from it.
     fn join(self) -> io::Result<()> {
-        for (fd, kind) in [
-            (&self.user, libc::CLONE_NEWUSER),
-            (&self.mount, libc::CLONE_NEWNS),
-        ] {
-            // SAFETY: setns on a namespace descriptor we hold.
-            check(unsafe { libc::setns(fd.as_raw_fd(), kind) })
-                .map_err(|e| io::Error::new(e.kind(), format!("setns: {e}")))?;
-        }
-        Ok(())
+        set_namespace(&self.user, libc::CLONE_NEWUSER)?;
+        set_namespace(&self.mount, libc::CLONE_NEWNS)
     }
+}
+
+fn set_namespace(fd: &OwnedFd, kind: libc::c_int) -> io::Result<()> {
+    // SAFETY: setns on a namespace descriptor we hold.
+    check(unsafe { libc::setns(fd.as_raw_fd(), kind) })
+        .map_err(|e| io::Error::new(e.kind(), format!("setns: {e}")))
+}
+
+fn open_namespace(name: &str) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
+        format!("/proc/self/ns/{name}"),
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?)
+}
+
+/// How many networks a reaper makes ahead at once: one start of a
+/// process for several commands.
+pub(crate) const NETWORKS_AHEAD: usize = 4;
+
+/// Makes [`NETWORKS_AHEAD`] network namespaces in the run's user
+/// namespace (`user`), each with its loopback up and listening on
+/// `plan`'s ports, in a reaper started for that alone, ahead of the
+/// commands that will get them: a new network namespace costs about a
+/// millisecond, which is then nobody's wait. Returns, for each, the
+/// namespace and then its listeners in the plan's order.
+pub(crate) fn prepare_network(user: &OwnedFd, plan: &Plan) -> io::Result<Vec<OwnedFd>> {
+    set_namespace(user, libc::CLONE_NEWUSER)?;
+    let mut made = Vec::new();
+    for _ in 0..NETWORKS_AHEAD {
+        // SAFETY: unshare with a namespace flag only changes this process.
+        check(unsafe { libc::unshare(libc::CLONE_NEWNET) })
+            .map_err(|e| io::Error::new(e.kind(), format!("unshare: {e}")))?;
+        let listeners = own_network(&plan.listen)?;
+        made.push(open_namespace("net")?);
+        made.extend(listeners);
+    }
+    Ok(made)
 }
 
 /// Makes a user namespace and a mount namespace with `plan`'s overlays,
 /// in a reaper started for that alone, which hands the two back and
 /// exits: descriptors keep namespaces alive without a process in them.
-pub(crate) fn prepare_caches(plan: &Plan) -> io::Result<CacheNamespace> {
+pub(crate) fn prepare_run(plan: &Plan) -> io::Result<RunNamespaces> {
     let (uid, gid) = own_ids();
     // SAFETY: unshare with namespace flags only changes this process.
     check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) })
@@ -480,16 +521,9 @@ pub(crate) fn prepare_caches(plan: &Plan) -> io::Result<CacheNamespace> {
         None,
     )?;
     mount_overlays(plan)?;
-    let open = |path: &str| -> io::Result<OwnedFd> {
-        Ok(rustix::fs::open(
-            path,
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )?)
-    };
-    Ok(CacheNamespace {
-        user: open("/proc/self/ns/user")?,
-        mount: open("/proc/self/ns/mnt")?,
+    Ok(RunNamespaces {
+        user: open_namespace("user")?,
+        mount: open_namespace("mnt")?,
     })
 }
 

@@ -11,10 +11,12 @@
 //! user's settings) and state (journals holding other workspaces' files),
 //! the other users' homes.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use super::namespace::{CacheNamespace, Plan};
+use super::namespace::{Plan, RunNamespaces};
 
 /// Kept read-only in every writable root that is a workspace root or
 /// one the user named (`writableRoots`), where they exist.
@@ -161,7 +163,7 @@ pub(super) struct Layout {
     /// The caches behind their overlays, made at the first spawn that
     /// needs them, for this layout's life (`None`: the kernel refused,
     /// and the caches are read-only instead).
-    prepared: Arc<OnceLock<Option<Arc<PreparedCaches>>>>,
+    prepared: Arc<OnceLock<Option<Arc<PreparedRun>>>>,
     /// Whether sockets are denied (for the rules init makes again).
     network_denied: bool,
     /// A network namespace of the command's own, with listeners on these
@@ -171,30 +173,46 @@ pub(super) struct Layout {
 }
 
 /// A spawn's namespaces: the plan, the protected paths that did not
-/// exist, and the run's caches to make them from.
+/// exist, the run's namespaces to make them from, and a network made
+/// for it beforehand.
 pub(crate) struct Spawn {
     pub plan: Plan,
     pub absent: Vec<PathBuf>,
-    pub caches: Option<Arc<PreparedCaches>>,
+    pub run: Option<Arc<PreparedRun>>,
+    pub network: Option<ReadyNetwork>,
 }
 
-/// A layout's [`CacheNamespace`] and the overlays' work folders, removed
-/// once the namespaces are let go.
+/// A network namespace made ahead of the command that gets it, and its
+/// listeners on the plan's ports, in order.
 #[derive(Debug)]
-pub(crate) struct PreparedCaches {
-    namespace: Option<CacheNamespace>,
-    work: Vec<PathBuf>,
+pub(crate) struct ReadyNetwork {
+    pub namespace: OwnedFd,
+    pub listeners: Vec<OwnedFd>,
 }
 
-impl PreparedCaches {
-    /// Has a reaper mount the overlays of `caches` (cache, upper folder).
-    fn new(caches: &[(PathBuf, PathBuf)], workspace: &Path) -> std::io::Result<PreparedCaches> {
+/// A layout's [`RunNamespaces`], the overlays' work folders (removed once
+/// the namespaces are let go), and the next command's network.
+#[derive(Debug)]
+pub(crate) struct PreparedRun {
+    namespace: Option<RunNamespaces>,
+    work: Vec<PathBuf>,
+    /// Made by a thread of its own when the last is taken, a few at once.
+    next_networks: Mutex<Vec<ReadyNetwork>>,
+    making_network: AtomicBool,
+}
+
+impl PreparedRun {
+    /// Has a reaper make the run's namespaces, with the overlays of
+    /// `caches` (cache, upper folder).
+    fn new(caches: &[(PathBuf, PathBuf)], workspace: &Path) -> std::io::Result<PreparedRun> {
         let reaper = crate::reaper::located()
-            .ok_or_else(|| std::io::Error::other("no reaper to prepare the caches"))?;
+            .ok_or_else(|| std::io::Error::other("no reaper to prepare the namespaces"))?;
         let mut plan = Plan::default();
-        let mut prepared = PreparedCaches {
+        let mut prepared = PreparedRun {
             namespace: None,
             work: Vec::new(),
+            next_networks: Mutex::new(Vec::new()),
+            making_network: AtomicBool::new(false),
         };
         for (cache, upper) in caches {
             let work = gantry_core::state::scratch_dir("caches-work", workspace)?;
@@ -202,16 +220,74 @@ impl PreparedCaches {
                 .extend([cache.clone(), upper.clone(), work.clone()]);
             prepared.work.push(work);
         }
-        prepared.namespace = Some(reaper.prepare_caches(plan.to_memfd()?)?);
+        prepared.namespace = Some(reaper.prepare_run(plan.to_memfd()?)?);
         Ok(prepared)
     }
 
-    pub(crate) fn namespace(&self) -> &CacheNamespace {
+    pub(crate) fn namespace(&self) -> &RunNamespaces {
         self.namespace.as_ref().expect("held until dropped")
+    }
+
+    /// The network made for the next command with a network of its own
+    /// listening on `ports` (the layout's, always the same), if it is
+    /// ready; and the making of the one after starts. The first command
+    /// of a run, or one that comes before its network is made, has its
+    /// reaper make one itself.
+    fn take_network(self: &Arc<Self>, ports: &[u16]) -> Option<ReadyNetwork> {
+        let (taken, last) = {
+            let mut ready = self.next_networks.lock().unwrap_or_else(|e| e.into_inner());
+            (ready.pop(), ready.is_empty())
+        };
+        if last && !self.making_network.swap(true, Ordering::AcqRel) {
+            let run = Arc::clone(self);
+            let ports = ports.to_vec();
+            let started = std::thread::Builder::new()
+                .name("gantry-network".into())
+                .spawn(move || {
+                    match run.make_networks(ports) {
+                        Ok(made) => run
+                            .next_networks
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .extend(made),
+                        Err(e) => tracing::debug!("no network made ahead: {e}"),
+                    }
+                    run.making_network.store(false, Ordering::Release);
+                });
+            if started.is_err() {
+                self.making_network.store(false, Ordering::Release);
+            }
+        }
+        taken
+    }
+
+    fn make_networks(&self, ports: Vec<u16>) -> std::io::Result<Vec<ReadyNetwork>> {
+        let reaper = crate::reaper::located()
+            .ok_or_else(|| std::io::Error::other("no reaper to make a network"))?;
+        let plan = Plan {
+            own_network: true,
+            listen: ports,
+            ..Plan::default()
+        };
+        let fds = reaper.prepare_network(plan.to_memfd()?, &self.namespace().user)?;
+        let each = 1 + plan.listen.len();
+        if fds.len() != each * super::namespace::NETWORKS_AHEAD {
+            return Err(std::io::Error::other("the reaper sent too few descriptors"));
+        }
+        let mut fds = fds.into_iter();
+        Ok(std::iter::from_fn(|| {
+            let namespace = fds.next()?;
+            let listeners = fds.by_ref().take(each - 1).collect();
+            Some(ReadyNetwork {
+                namespace,
+                listeners,
+            })
+        })
+        .collect())
     }
 }
 
-impl Drop for PreparedCaches {
+impl Drop for PreparedRun {
     fn drop(&mut self) {
         // The overlays end with the last namespace that holds them; their
         // work folders can go once ours are closed.
@@ -306,7 +382,7 @@ impl Layout {
     /// mount needs a place to stand on, and Gantry makes none in the
     /// checkout): what the command creates there is moved out when it
     /// ends ([`Sandbox::quarantine`](super::Sandbox::quarantine)).
-    pub(super) fn spawn(&self) -> Spawn {
+    pub(super) fn spawn(&self, inbound: &[u16]) -> Spawn {
         let exists = |path: &Path| path.symlink_metadata().is_ok();
         let mut plan = Plan::default();
         let mut absent = Vec::new();
@@ -379,32 +455,38 @@ impl Layout {
         if let Some(ports) = &self.own_network {
             plan.own_network = true;
             plan.listen = ports.clone();
+            plan.listen.extend_from_slice(inbound);
         }
         // The run's overlays, one per cache, shared by its commands (the
         // upper folder is the workspace's, so what one downloads the next
         // one finds); where the kernel refuses them, the caches are
         // read-only: never shared writable.
-        let caches = match self.caches.is_empty() {
-            true => None,
-            false => self.prepared_caches(),
-        };
-        if caches.is_none() {
+        let run = self.prepared_run();
+        if run.is_none() {
             plan.protect
                 .extend(self.caches.iter().map(|(cache, _)| cache.clone()));
         }
+        // Networks are made ahead with the layout's ports only.
+        let network = match (&run, &self.own_network) {
+            (Some(run), Some(ports)) if inbound.is_empty() => run.take_network(ports),
+            _ => None,
+        };
         Spawn {
             plan,
             absent,
-            caches,
+            run,
+            network,
         }
     }
 
-    fn prepared_caches(&self) -> Option<Arc<PreparedCaches>> {
+    fn prepared_run(&self) -> Option<Arc<PreparedRun>> {
         self.prepared
             .get_or_init(|| {
-                PreparedCaches::new(&self.caches, &self.workspace)
+                PreparedRun::new(&self.caches, &self.workspace)
                     .inspect_err(|e| {
-                        tracing::warn!("build caches read-only: no overlays for them: {e}")
+                        tracing::warn!(
+                            "each command's namespaces made anew, build caches read-only: {e}"
+                        )
                     })
                     .ok()
                     .map(Arc::new)
