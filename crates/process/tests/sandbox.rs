@@ -612,6 +612,21 @@ async fn protected_paths_stay_as_they_were_and_git_still_works() {
         );
         assert!(!workspace.path().join(".git-old").exists());
     }
+    // Started inside a protected folder: the command's directory is found
+    // again beneath the mounts, not held from before them.
+    for (dir, attack) in [
+        (".git/hooks", "echo 'touch /tmp/pwned' >> pre-commit"),
+        (".git", "printf '[core]\\n\\tfsmonitor = x\\n' >> config"),
+        (".vscode", "echo '{}' > settings.json"),
+    ] {
+        let (code, output) = run(&sandbox, &workspace.path().join(dir), attack).await;
+        assert_ne!(code, 0, "`{attack}` in {dir} succeeded: {output}");
+        assert_eq!(
+            guarded(workspace.path()),
+            before,
+            "`{attack}` in {dir} changed: {output}"
+        );
+    }
 }
 
 /// A protected path that did not exist cannot be guarded by a mount; what
