@@ -779,6 +779,20 @@ async fn a_command_sees_its_own_processes_only() {
     // The namespace's init, bash, sleep, ls and grep: a handful, not the
     // machine's hundreds.
     assert!(count <= 8, "{output}");
+    // Nothing in the namespace holds a way into the run's namespaces (the
+    // user and mount namespaces every command's are made from, the
+    // networks made ahead): not the command, not init.
+    let (_, held) = run(
+        &sandbox,
+        workspace.path(),
+        "for fd in /proc/1/fd/* /proc/self/fd/*; do readlink $fd; done; \
+         echo READ",
+    )
+    .await;
+    assert!(held.contains("READ"), "{held}");
+    for namespace in ["user:[", "mnt:[", "net:["] {
+        assert!(!held.contains(namespace), "{held}");
+    }
 }
 
 /// What a command writes in a build cache never reaches the cache the
