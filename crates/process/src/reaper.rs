@@ -23,7 +23,13 @@
 //!
 //! Handed a Landlock ruleset (`--landlock FD`) and a seccomp program
 //! (`--seccomp FD`, a memfd), it confines itself in them before it starts
-//! the command, which inherits them: see [`crate::sandbox`].
+//! the command, which inherits them: see [`crate::sandbox`]. Handed a
+//! namespaces plan too (`--namespaces FD`, with the run's namespaces to
+//! join: `--join-user`, `--join-mount`, `--join-network`), the command
+//! runs in namespaces of its own: see `sandbox::namespace`. Started with
+//! `--prepare-run` or `--prepare-network` instead of a command, it makes
+//! the run's namespaces, or networks ahead of commands, sends them back
+//! and exits.
 //!
 //! It execs nothing but the command, which runs in a process group of its
 //! own with the reaper's stdin, stdout and stderr (the reaper keeps no copy
