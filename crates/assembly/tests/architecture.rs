@@ -211,3 +211,58 @@ fn only_the_write_path_writes_workspace_files() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// Every file ARCHITECTURE.md names in backticks exists: a path with a
+/// folder as the end of a path in the repository (the text has already
+/// said which crate), a bare name as some file of the repository. A map
+/// that names a file gone misleads every reader after it. Files of the
+/// user's projects it names are listed here.
+#[test]
+fn every_file_the_architecture_names_exists() {
+    let root = crates().join("..");
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut files = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !matches!(name.as_str(), "target" | ".git" | "node_modules") {
+                    stack.push(path);
+                }
+                continue;
+            }
+            files.push(path.strip_prefix(&root).unwrap().to_path_buf());
+        }
+    }
+    let extensions = ["rs", "sh", "py", "md", "toml", "json", "js", "ts"];
+    let named: BTreeSet<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| {
+            !quoted.contains(char::is_whitespace)
+                && !quoted.starts_with('~')
+                && !quoted.starts_with('$')
+                && !quoted.starts_with('.')
+                && Path::new(quoted)
+                    .extension()
+                    .is_some_and(|e| extensions.contains(&&*e.to_string_lossy()))
+        })
+        .collect();
+    assert!(named.len() > 20, "few file names found: {named:?}");
+    let the_users = ["compile_commands.json", "rust-toolchain.toml"];
+    let missing: Vec<&str> = named
+        .into_iter()
+        .filter(|name| !the_users.contains(name))
+        .filter(|name| {
+            let wanted = Path::new(name);
+            !files.iter().any(|file| file.ends_with(wanted))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names files that do not exist: {missing:?}"
+    );
+}
