@@ -189,4 +189,42 @@ print(direct.open(f'http://127.0.0.1:{server.server_port}/page.txt').read().deco
     )
     .await;
     assert_eq!(said.trim(), "inside", "{said}");
+    // Commands after the first get networks made ahead of them: each its
+    // own, never one a living command has, with the host's ports listed
+    // in it too. (All kept alive: a freed namespace's number may be
+    // given again.)
+    use tokio::io::AsyncBufReadExt;
+    let mut networks = std::collections::BTreeSet::new();
+    let mut living = Vec::new();
+    for _ in 0..6 {
+        let mut child = Command::new("bash", &sandbox)
+            .args([
+                "-c",
+                &format!(
+                    "readlink /proc/self/ns/net; curl -sS --noproxy '*' \
+                     http://127.0.0.1:{}/db.txt; exec sleep 60",
+                    server.port
+                ),
+            ])
+            .current_dir(workspace.path())
+            .stdout(Stdout::Piped)
+            .spawn()
+            .expect("spawned");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut said = Vec::new();
+        while said.len() < 2 {
+            let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+                .await
+                .expect("the command says its network and the host's service")
+                .unwrap();
+            said.push(line.expect("two lines before the end"));
+        }
+        assert!(said[0].starts_with("net:["), "{said:?}");
+        assert_eq!(said[1], "the host's service", "{said:?}");
+        assert!(
+            networks.insert(said[0].clone()),
+            "a network given twice: {said:?}"
+        );
+        living.push(child);
+    }
 }
