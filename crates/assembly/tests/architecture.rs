@@ -1,5 +1,5 @@
 //! The invariants of ARCHITECTURE.md, checked from the sources and
-//! manifests: the core names no tool; families depend on the core and the
+//! manifests (through `cargo metadata`): the core names no tool; families depend on the core and the
 //! support crates (process, http) only; front ends name no tool or family; only the write
 //! path writes workspace files. Test code (`#[cfg(test)]` modules, tests
 //! folders) is not held to them.
@@ -66,25 +66,48 @@ fn named_tools(code: &str, tools: &BTreeSet<String>) -> Vec<String> {
         .collect()
 }
 
-/// The `gantry-*` crates a manifest depends on (not dev-dependencies).
-fn gantry_dependencies(manifest: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(manifest).unwrap();
-    let mut in_deps = false;
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            in_deps = line == "[dependencies]";
-            continue;
-        }
-        if in_deps
-            && let Some(name) = line.split(['.', ' ', '=']).next()
-            && name.starts_with("gantry-")
-        {
-            out.push(name.to_string());
-        }
-    }
-    out
+/// The `gantry-*` packages the crate in `crates/FOLDER` needs to build,
+/// as `cargo metadata` resolves its manifest: normal and build
+/// dependencies, on every target, renamed or not (dev-dependencies are
+/// its tests', which may put families together).
+fn gantry_dependencies(folder: &str) -> Vec<String> {
+    static METADATA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    let metadata = METADATA.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let output = std::process::Command::new(cargo)
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--offline",
+            ])
+            .current_dir(crates())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    });
+    let manifest = Path::new(folder).join("Cargo.toml");
+    let package = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|package| Path::new(package["manifest_path"].as_str().unwrap()).ends_with(&manifest))
+        .unwrap_or_else(|| panic!("no package in crates/{folder}"));
+    package["dependencies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|dependency| dependency["kind"].as_str() != Some("dev"))
+        .filter_map(|dependency| dependency["name"].as_str())
+        .filter(|name| name.starts_with("gantry-"))
+        .map(str::to_string)
+        .collect()
 }
 
 const FAMILIES: [&str; 12] = [
@@ -122,7 +145,7 @@ fn the_core_names_no_tool() {
 fn families_depend_on_the_core_and_the_support_crates_only() {
     let mut found = Vec::new();
     for family in FAMILIES {
-        for dependency in gantry_dependencies(&crates().join(family).join("Cargo.toml")) {
+        for dependency in gantry_dependencies(family) {
             if dependency != "gantry-core" && !SUPPORT.contains(&dependency.as_str()) {
                 found.push(format!("the {family} family depends on {dependency}"));
             }
@@ -136,7 +159,7 @@ fn front_ends_name_no_tool_and_no_family() {
     let tools = tool_names();
     let mut found = Vec::new();
     for front in FRONT_ENDS {
-        for dependency in gantry_dependencies(&crates().join(front).join("Cargo.toml")) {
+        for dependency in gantry_dependencies(front) {
             if FAMILIES.iter().any(|f| dependency == format!("gantry-{f}")) {
                 found.push(format!("{front} depends on the family {dependency}"));
             }
