@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use gantry_core::testing::{self, read, state_dir};
 use gantry_core::write::{
-    Applied, Change, ChangeKind, ChangeSet, WriteError, WriteHook, open_workspace, recover,
+    Applied, Change, ChangeKind, ChangeSet, WriteError, WriteHook, apply_in_gantry_home,
+    open_workspace, recover,
 };
 use gantry_core::{Run, Workspace, async_trait};
 
@@ -189,6 +190,24 @@ async fn a_name_at_the_length_limit_still_gets_its_temp_file() {
         .unwrap();
     run.apply(changes).await.unwrap();
     assert_eq!(read(&run, &name), "new");
+}
+
+/// The apply without a run's lock and hooks is for Gantry's own
+/// directory only: a workspace's file given to it is refused, unchanged.
+#[tokio::test]
+async fn outside_a_run_only_gantrys_own_directory_is_written() {
+    let (_dir, run) = workspace_with(&[("a.txt", "old")]);
+    let ws = run.workspace();
+    let mut changes = ChangeSet::new();
+    changes
+        .plan_write(ws, &ws.resolve("a.txt").unwrap(), "new")
+        .unwrap();
+    let refused = apply_in_gantry_home(ws, changes).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("only Gantry's own directory"),
+        "{refused}"
+    );
+    assert_eq!(read(&run, "a.txt"), "old");
 }
 
 #[tokio::test]

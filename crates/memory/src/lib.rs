@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gantry_core::write::{ChangeSet, apply_at};
+use gantry_core::write::{ChangeSet, apply_in_gantry_home};
 use gantry_core::{
     Run, RunBuilder, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Workspace,
     async_trait, settings::gantry_home,
@@ -208,7 +208,7 @@ impl Tool for SaveMemory {
         changes.plan_write(&workspace, &path, after)?;
         let mut notes = match scope {
             Scope::Workspace => ctx.run.apply(changes).await?.notes,
-            Scope::User => apply_at(&workspace, changes).await?.notes,
+            Scope::User => apply_in_gantry_home(&workspace, changes).await?.notes,
         };
         let mut text = format!("Remembered in {}: {line}", path.display());
         for note in notes.drain(..) {

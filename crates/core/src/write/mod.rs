@@ -296,14 +296,34 @@ pub fn open_workspace(root: impl AsRef<Path>) -> io::Result<(Workspace, Recovery
 /// Shared by the run: the lock its writes take and the hooks they run.
 pub(crate) type WriteHooks = Vec<Arc<dyn WriteHook>>;
 
-/// Applies `changes` under another root than a run's workspace, with the
-/// same all-or-nothing, journaled apply and per-root lock, but no run lock
-/// and no hooks. For files Gantry itself keeps outside any workspace (the
-/// user's `~/.gantry/GANTRY.md`); workspace files go through [`Run::apply`].
-pub async fn apply_at(workspace: &Workspace, changes: ChangeSet) -> Result<Applied, WriteError> {
+/// Applies `changes` in the user's own Gantry directory (`home`, opened
+/// on [`crate::settings::gantry_home`]: the user's `~/.gantry/GANTRY.md`),
+/// with the same all-or-nothing, journaled apply and per-root lock as a
+/// run's, but no run lock and no hooks (no language server watches it).
+/// Any other root is refused: workspace files go through [`Run::apply`],
+/// whose lock and hooks (diagnostics on every write) this would skip.
+pub async fn apply_in_gantry_home(
+    home: &Workspace,
+    changes: ChangeSet,
+) -> Result<Applied, WriteError> {
+    let gantry_home = crate::settings::gantry_home();
+    if gantry_home.canonicalize().ok().as_deref() != Some(home.root()) {
+        return Err(WriteError::io_at(
+            home.root(),
+            "apply a change outside a run in",
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "only Gantry's own directory ({}) is written outside a run",
+                    gantry_home.display()
+                ),
+            ),
+        ));
+    }
     if changes.is_empty() {
         return Ok(Applied::default());
     }
+    let workspace = home;
     let owned = workspace.clone();
     let outcome = tokio::task::spawn_blocking(move || apply::apply(&owned, changes.into_changes()))
         .await
