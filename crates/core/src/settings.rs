@@ -31,6 +31,15 @@ pub fn gantry_home() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".gantry"))
 }
 
+/// Writes `contents` to the file `name` of [`gantry_home`] (what the user
+/// answered "allow always" to), whole or not at all; returns its path.
+/// The path is built here: no caller can aim it elsewhere.
+pub fn write_home_file(name: &str, contents: &[u8]) -> std::io::Result<PathBuf> {
+    let path = gantry_home().join(crate::state::plain_name(name)?);
+    crate::state::write_whole(&path, contents)?;
+    Ok(path)
+}
+
 /// Where Gantry keeps state that is not the user's (journals, caches):
 /// `$GANTRY_STATE_DIR`, else the platform state or cache directory. Never
 /// inside a workspace.

@@ -144,10 +144,34 @@ pub fn quarantine(root: &Path, path: &Path) -> io::Result<Option<PathBuf>> {
     }
 }
 
-/// Writes `contents` to `path` (in the state directory) whole or not at
-/// all: a reader, such as a server of another run on the same root, sees
-/// the old file or the new one, never a part. Creates the parents.
-pub fn write_file(path: &Path, contents: &[u8]) -> io::Result<()> {
+/// Writes `contents` to the file `name` of [`root_dir`] for `purpose`
+/// of the workspace at `root` (a compilation database Gantry made for a
+/// language server), whole or not at all; returns its path. The path is
+/// built here, under the state directory: no caller can aim it at a
+/// workspace file, which only the write path writes.
+pub fn write_file(purpose: &str, root: &Path, name: &str, contents: &[u8]) -> io::Result<PathBuf> {
+    let path = root_dir(purpose, root).join(plain_name(name)?);
+    write_whole(&path, contents)?;
+    Ok(path)
+}
+
+/// `name` when it is one plain file name (no folder, no `..`).
+pub(crate) fn plain_name(name: &str) -> io::Result<&str> {
+    let mut parts = Path::new(name).components();
+    match (parts.next(), parts.next()) {
+        (Some(std::path::Component::Normal(_)), None) => Ok(name),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("`{name}` is not a plain file name"),
+        )),
+    }
+}
+
+/// Writes `contents` to `path` (one of Gantry's own files, outside every
+/// workspace) whole or not at all: a reader, such as a server of another
+/// run on the same root, sees the old file or the new one, never a part.
+/// Creates the parents.
+pub(crate) fn write_whole(path: &Path, contents: &[u8]) -> io::Result<()> {
     static UNIQUE: AtomicU64 = AtomicU64::new(0);
     let dir = path
         .parent()
@@ -241,8 +265,8 @@ mod tests {
     fn a_file_is_replaced_whole_and_no_temp_file_stays() {
         let dir = tempfile_dir();
         let path = dir.join("nested/db.json");
-        write_file(&path, b"one").unwrap();
-        write_file(&path, b"two").unwrap();
+        write_whole(&path, b"one").unwrap();
+        write_whole(&path, b"two").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
             .unwrap()
@@ -250,6 +274,16 @@ mod tests {
             .collect();
         assert_eq!(names, ["db.json"]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The state directory's writer takes a file name, never a path: a
+    /// workspace file cannot be named through it.
+    #[test]
+    fn only_plain_names_are_written_in_the_state_directory() {
+        for name in ["../x", "a/b", "/etc/passwd", "..", ""] {
+            let refused = write_file("clangd", Path::new("/w/a"), name, b"x").unwrap_err();
+            assert_eq!(refused.kind(), io::ErrorKind::InvalidInput, "{name}");
+        }
     }
 
     #[test]

@@ -254,7 +254,7 @@ impl Approvals {
             sha256: hash.clone(),
         };
         let text = serde_json::to_vec_pretty(&record).map_err(|e| TrustError(e.to_string()))?;
-        state::write_file(&self.record_of(&canonical), &text).map_err(|e| {
+        state::write_whole(&self.record_of(&canonical), &text).map_err(|e| {
             TrustError(format!(
                 "cannot record the approval in {}: {e}; nothing was trusted",
                 self.dir.display()

@@ -22,6 +22,9 @@ use crate::servers::language_of;
 pub(crate) const DATABASES: [&str; 2] = ["compile_commands.json", "build/compile_commands.json"];
 /// clangd's flags-only project file: one argument per line, for every file.
 pub(crate) const FLAGS: &str = "compile_flags.txt";
+/// The database Gantry writes for clangd, in its folder of the state
+/// directory.
+const DATABASE: &str = "compile_commands.json";
 /// C/C++ files a walk of the workspace lists at most.
 pub(crate) const MAX_FILES: usize = 20_000;
 
@@ -41,11 +44,10 @@ pub(crate) fn prepare(root: &Path) -> io::Result<Option<PathBuf>> {
         None => return Ok(None),
     };
     let dir = gantry_core::state::root_dir("clangd", root);
-    let path = dir.join("compile_commands.json");
     let contents = serde_json::to_vec_pretty(&entries).map_err(io::Error::other)?;
     // Unchanged, it is left alone: clangd need not read it again.
-    if std::fs::read(&path).ok().as_deref() != Some(contents.as_slice()) {
-        gantry_core::state::write_file(&path, &contents)?;
+    if std::fs::read(dir.join(DATABASE)).ok().as_deref() != Some(contents.as_slice()) {
+        gantry_core::state::write_file("clangd", root, DATABASE, &contents)?;
     }
     Ok(Some(dir))
 }

@@ -83,7 +83,8 @@ pub struct Proxy {
     /// Names mapped to loopback addresses ([`MAP_ENV`]).
     mapped: HashMap<String, IpAddr>,
     /// Where "allow always" is written: the user's allowlist file.
-    remember: Option<PathBuf>,
+    /// Whether "allow always" is written to the user's allowlist.
+    remember: bool,
 }
 
 /// One command's side of the proxy: who can be asked for it, and what
@@ -137,9 +138,9 @@ enum Verdict {
 }
 
 impl Proxy {
-    /// The proxy of `policy`, remembering "allow always" answers in
-    /// `remember`.
-    pub fn new(policy: ProxyPolicy, remember: Option<PathBuf>) -> Arc<Proxy> {
+    /// The proxy of `policy`, remembering "allow always" answers in the
+    /// user's allowlist ([`allowlist_file`]) when `remember`.
+    pub fn new(policy: ProxyPolicy, remember: bool) -> Arc<Proxy> {
         Arc::new(Proxy {
             policy,
             decided: Mutex::new(HashMap::new()),
@@ -558,10 +559,10 @@ impl Proxy {
         };
         let allowed = matches!(answer.as_deref(), Some(ALLOW_RUN | ALLOW_ALWAYS));
         if answer.as_deref() == Some(ALLOW_ALWAYS)
-            && let Some(file) = &self.remember
-            && let Err(e) = remember(file, &HostRule::exactly(to))
+            && self.remember
+            && let Err(e) = remember(&HostRule::exactly(to))
         {
-            tracing::warn!("could not add {to} to {}: {e}", file.display());
+            tracing::warn!("could not add {to} to {}: {e}", allowlist_file().display());
         }
         lock(&self.decided).insert(to.clone(), allowed);
         Ok(allowed)
@@ -576,8 +577,11 @@ const REFUSE: &str = "Refuse";
 /// added (a file of its own, so the user's commented settings file is
 /// never rewritten).
 pub fn allowlist_file() -> PathBuf {
-    gantry_core::settings::gantry_home().join("network-allow.json")
+    gantry_core::settings::gantry_home().join(ALLOWLIST)
 }
+
+/// The allowlist's name in Gantry's home.
+const ALLOWLIST: &str = "network-allow.json";
 
 /// The entries of the user's allowlist file ([`allowlist_file`]): a JSON
 /// array of entries; missing is empty, an unreadable one is an error.
@@ -589,14 +593,16 @@ pub fn remembered(file: &std::path::Path) -> Result<Vec<String>, String> {
     }
 }
 
-fn remember(file: &std::path::Path, rule: &HostRule) -> Result<(), String> {
-    let mut entries = remembered(file)?;
+fn remember(rule: &HostRule) -> Result<(), String> {
+    let mut entries = remembered(&allowlist_file())?;
     let entry = rule.to_string();
     if !entries.contains(&entry) {
         entries.push(entry);
     }
     let text = serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())?;
-    gantry_core::state::write_file(file, text.as_bytes()).map_err(|e| e.to_string())
+    gantry_core::settings::write_home_file(ALLOWLIST, text.as_bytes())
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// What a refused command is told, in its proxy's answer and its result.

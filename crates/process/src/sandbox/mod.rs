@@ -611,7 +611,7 @@ impl Sandbox {
             (State::Confined(_), Namespaces::Given(_), Some(policy)) => inner
                 .proxy
                 .take()
-                .or_else(|| Some(Proxy::new(policy, Some(network::proxy::allowlist_file())))),
+                .or_else(|| Some(Proxy::new(policy, true))),
             _ => None,
         };
         Sandbox {
