@@ -70,7 +70,7 @@ pub use family::{Family, PlainFamily, WireError, check_section};
 pub use human::{Answer, Choice, Confirmation, Human, HumanError, Question};
 pub use pipeline::{CallError, CallErrorKind, CallOptions};
 pub use registry::Listing;
-pub use result::{Display, Part, ToolResult};
+pub use result::{Background, Display, Part, ToolResult};
 pub use run::{BuildHook, Notices, Resource, Run, RunBuilder, Surface, TouchObserver, WeakRun};
 pub use settings::{Settings, SettingsError};
 pub use sync::lock;

@@ -70,18 +70,30 @@ pub struct ToolResult {
     pub llm_content: Vec<Part>,
     /// What a person sees.
     pub return_display: Display,
+    /// The job the call left running, when it started one in the
+    /// background.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<Background>,
+}
+
+/// A job a call left running, reached again by calling the same tool
+/// with `{"handle": handle}` (and `"kill": true` to stop it). Typed, so
+/// that a caller that must stop what it started (a worker, at its end)
+/// need not read it out of the text meant for a model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Background {
+    /// The job's handle (`bg_1`).
+    pub handle: String,
 }
 
 impl ToolResult {
     /// The common case: the same text for the model and the person.
     pub fn text(text: impl Into<String>) -> Self {
         let text = text.into();
-        ToolResult {
-            return_display: Display::Markdown {
-                markdown: text.clone(),
-            },
-            llm_content: vec![Part::text(text)],
-        }
+        ToolResult::new(
+            vec![Part::text(text.clone())],
+            Display::Markdown { markdown: text },
+        )
     }
 
     /// Content for the model with a separate display.
@@ -89,7 +101,16 @@ impl ToolResult {
         ToolResult {
             llm_content,
             return_display,
+            background: None,
         }
+    }
+
+    /// This result, saying that the call left the job `handle` running.
+    pub fn in_background(mut self, handle: impl Into<String>) -> Self {
+        self.background = Some(Background {
+            handle: handle.into(),
+        });
+        self
     }
 
     /// Appends text for the model and the person alike (run notices,

@@ -304,7 +304,8 @@ impl Shell {
                 "Started in the background as {handle} (process group {pgid}) in {shown_dir}.\n\
                  Poll it with {{\"handle\": \"{handle}\"}}; stop it with {{\"handle\": \"{handle}\", \"kill\": true}}. \
                  It is stopped when the run ends.{outside}"
-            )));
+            ))
+            .in_background(handle.to_string()));
         }
 
         let timeout =

@@ -114,20 +114,16 @@ impl Agent {
                 }
             }
         };
-        let in_background = arguments.get("is_background") == Some(&Value::Bool(true));
         match self.caller.call(&call.name, arguments).await {
             Ok(result) => {
-                let text = model_text(&result);
-                if in_background {
+                if let Some(started) = &result.background {
                     let mut background = lock(&self.background);
-                    for handle in handles(&text) {
-                        let job = (call.name.clone(), handle);
-                        if !background.contains(&job) {
-                            background.push(job);
-                        }
+                    let job = (call.name.clone(), started.handle.clone());
+                    if !background.contains(&job) {
+                        background.push(job);
                     }
                 }
-                (text, display_text(&result))
+                (model_text(&result), display_text(&result))
             }
             Err(error) => {
                 let message = format!("error: {}", error.message);
@@ -177,17 +173,6 @@ impl Agent {
     fn offers(&self, name: &str) -> bool {
         self.names().contains(&name)
     }
-}
-
-/// The background handles (`bg_1`) a result names.
-fn handles(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.match_indices("bg_").filter_map(|(at, _)| {
-        let digits = text[at + 3..]
-            .bytes()
-            .take_while(u8::is_ascii_digit)
-            .count();
-        (digits > 0).then(|| text[at..at + 3 + digits].to_string())
-    })
 }
 
 /// The function declarations for `listings`, those whose names a model
@@ -266,13 +251,6 @@ mod tests {
         assert!(!valid_name("a.b"));
         assert!(!valid_name(&"x".repeat(65)));
         assert!(valid_name(&"x".repeat(64)));
-    }
-
-    #[test]
-    fn background_handles_are_found_once_each() {
-        let found: Vec<String> =
-            handles("Started in the background as bg_12 (process group 7); bg_ x").collect();
-        assert_eq!(found, ["bg_12"]);
     }
 
     #[test]
