@@ -218,6 +218,18 @@ impl Reaper {
         }
     }
 
+    /// This reaper's invocation, and the two ends of its control socket
+    /// (ours, and the one it is handed).
+    fn invocation(&self) -> io::Result<(std::process::Command, UnixStream, OwnedFd)> {
+        let (ours, theirs) = UnixStream::pair()?;
+        let mut command = std::process::Command::new(&self.program);
+        if let Some(arg0) = &self.arg0 {
+            command.arg0(arg0);
+        }
+        command.arg(INVOKED_AS);
+        Ok((command, ours, OwnedFd::from(theirs)))
+    }
+
     /// A command that starts this reaper running `program` with `args`,
     /// confined in `confine` when given, in namespaces laid out by the
     /// plan in `namespaces` when given; the caller adds the environment,
@@ -231,14 +243,8 @@ impl Reaper {
         run: Option<&RunNamespaces>,
         network: Option<&OwnedFd>,
     ) -> io::Result<(std::process::Command, Setup)> {
-        let (ours, theirs) = UnixStream::pair()?;
-        let theirs = OwnedFd::from(theirs);
-        let mut command = std::process::Command::new(&self.program);
-        if let Some(arg0) = &self.arg0 {
-            command.arg0(arg0);
-        }
+        let (mut command, ours, theirs) = self.invocation()?;
         command
-            .arg(INVOKED_AS)
             .arg("--parent")
             .arg(std::process::id().to_string())
             .arg("--control")
@@ -297,14 +303,8 @@ impl Reaper {
         plan: OwnedFd,
         user: Option<&OwnedFd>,
     ) -> io::Result<Vec<OwnedFd>> {
-        let (ours, theirs) = UnixStream::pair()?;
-        let theirs = OwnedFd::from(theirs);
-        let mut command = std::process::Command::new(&self.program);
-        if let Some(arg0) = &self.arg0 {
-            command.arg0(arg0);
-        }
+        let (mut command, ours, theirs) = self.invocation()?;
         command
-            .arg(INVOKED_AS)
             .arg(job)
             .arg("--control")
             .arg(theirs.as_raw_fd().to_string())
@@ -495,15 +495,7 @@ impl Control {
     /// own exit, which frees the command's namespaces and can take a few
     /// milliseconds more that nobody needs to wait for.
     pub(crate) fn status_now(&mut self) -> Option<ExitStatus> {
-        let mut chunk = [0u8; 256];
-        loop {
-            match (&self.socket).read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
+        read_available(&self.socket, &mut self.pending);
         String::from_utf8_lossy(&self.pending)
             .lines()
             .rev()
@@ -519,15 +511,7 @@ impl Control {
     /// The command's status as the reaper reported it before it exited
     /// (`exited` is the reaper's own exit), or why there is none.
     pub(crate) fn report(&mut self, exited: ExitStatus) -> Result<ExitStatus, String> {
-        let mut chunk = [0u8; 256];
-        loop {
-            match (&self.socket).read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
+        read_available(&self.socket, &mut self.pending);
         let text = String::from_utf8_lossy(&self.pending);
         text.lines().rev().find_map(parse_status).ok_or_else(|| {
             format!(
@@ -536,6 +520,20 @@ impl Control {
                 crate::describe_exit(exited)
             )
         })
+    }
+}
+
+/// Appends to `pending` what the non-blocking `socket` holds now, up to
+/// its end.
+pub(crate) fn read_available(socket: &UnixStream, pending: &mut Vec<u8>) {
+    let mut chunk = [0u8; 256];
+    loop {
+        match (&*socket).read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => pending.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
     }
 }
 

@@ -328,9 +328,7 @@ pub(crate) fn enter(
         None if plan.own_network => flags |= libc::CLONE_NEWNET,
         None => {}
     }
-    // SAFETY: unshare with namespace flags only changes this process.
-    check(unsafe { libc::unshare(flags) })
-        .map_err(|e| io::Error::new(e.kind(), format!("unshare: {e}")))?;
+    unshare(flags)?;
     if !joined {
         map_own_ids(uid, gid)?;
     }
@@ -338,13 +336,7 @@ pub(crate) fn enter(
         true => own_network(&plan.listen)?,
         false => Vec::new(),
     };
-    mount(
-        None,
-        Path::new("/"),
-        None,
-        libc::MS_REC | libc::MS_PRIVATE,
-        None,
-    )?;
+    make_mounts_private()?;
     // What stays visible beneath a hidden folder is held open first: once
     // the folder is covered its path leads into the empty one.
     let revealed: Vec<(PathBuf, OwnedFd)> = plan
@@ -466,6 +458,24 @@ impl RunNamespaces {
     }
 }
 
+fn unshare(flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: unshare with namespace flags only changes this process.
+    check(unsafe { libc::unshare(flags) })
+        .map_err(|e| io::Error::new(e.kind(), format!("unshare: {e}")))
+}
+
+/// Makes every mount of this process's new mount namespace private: no
+/// mount made here reaches the namespace it was copied from.
+fn make_mounts_private() -> io::Result<()> {
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )
+}
+
 fn set_namespace(fd: &OwnedFd, kind: libc::c_int) -> io::Result<()> {
     // SAFETY: setns on a namespace descriptor we hold.
     check(unsafe { libc::setns(fd.as_raw_fd(), kind) })
@@ -494,9 +504,7 @@ pub(crate) fn prepare_network(user: &OwnedFd, plan: &Plan) -> io::Result<Vec<Own
     set_namespace(user, libc::CLONE_NEWUSER)?;
     let mut made = Vec::new();
     for _ in 0..NETWORKS_AHEAD {
-        // SAFETY: unshare with a namespace flag only changes this process.
-        check(unsafe { libc::unshare(libc::CLONE_NEWNET) })
-            .map_err(|e| io::Error::new(e.kind(), format!("unshare: {e}")))?;
+        unshare(libc::CLONE_NEWNET)?;
         let listeners = own_network(&plan.listen)?;
         made.push(open_namespace("net")?);
         made.extend(listeners);
@@ -509,17 +517,9 @@ pub(crate) fn prepare_network(user: &OwnedFd, plan: &Plan) -> io::Result<Vec<Own
 /// exits: descriptors keep namespaces alive without a process in them.
 pub(crate) fn prepare_run(plan: &Plan) -> io::Result<RunNamespaces> {
     let (uid, gid) = own_ids();
-    // SAFETY: unshare with namespace flags only changes this process.
-    check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) })
-        .map_err(|e| io::Error::new(e.kind(), format!("unshare: {e}")))?;
+    unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS)?;
     map_own_ids(uid, gid)?;
-    mount(
-        None,
-        Path::new("/"),
-        None,
-        libc::MS_REC | libc::MS_PRIVATE,
-        None,
-    )?;
+    make_mounts_private()?;
     mount_overlays(plan)?;
     Ok(RunNamespaces {
         user: open_namespace("user")?,
@@ -644,15 +644,7 @@ impl Init {
     /// `signal N`); `None` before.
     pub(crate) fn status(&mut self) -> Option<String> {
         self.socket.set_nonblocking(true).ok()?;
-        let mut chunk = [0u8; 64];
-        loop {
-            match (&self.socket).read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
+        crate::reaper::read_available(&self.socket, &mut self.pending);
         let text = String::from_utf8_lossy(&self.pending);
         text.lines()
             .map(str::to_string)
