@@ -108,14 +108,22 @@ for m in map(json.loads, sys.stdin):
   cp "$nobody_home/.bashrc" "$nobody_home/.profile"
   chown -R 65534:65534 "$nobody_home"
   chmod 755 "$nobody_home"
+  # Copies of the binaries, owned by root, in a folder uid 65534 can enter:
+  # the checkout may sit under one it cannot (a clone in `mktemp -d`).
+  nobody_bin="$(mktemp -d /var/tmp/gantry-nobody-bin.XXXXXX)"
+  chmod 755 "$nobody_bin"
+  install -m 755 "$(test_binary sandbox)" "$nobody_bin/sandbox"
+  install -m 755 "$(test_binary network)" "$nobody_bin/network"
+  install -m 755 "$(dirname "$gantry_bin")/gantry-reap" "$nobody_bin/gantry-reap"
   as_nobody() {
-    setpriv --reuid=65534 --regid=65534 --clear-groups \
-      env -i HOME="$nobody_home" PATH=/usr/local/bin:/usr/bin:/bin TMPDIR=/tmp "$@"
+    (cd "$nobody_home" && setpriv --reuid=65534 --regid=65534 --clear-groups \
+      env -i HOME="$nobody_home" PATH=/usr/local/bin:/usr/bin:/bin TMPDIR=/tmp \
+      GANTRY_REAPER="$nobody_bin/gantry-reap" "$@")
   }
   echo "scripts/test.sh: the sandbox and network tests again as an unprivileged user (uid 65534)" >&2
-  as_nobody "$(test_binary sandbox)" --skip a_cache_a_command_writes_is_its_workspaces_own || rust=1
-  as_nobody "$(test_binary network)" || rust=1
-  rm -rf "$nobody_home"
+  as_nobody "$nobody_bin/sandbox" --skip a_cache_a_command_writes_is_its_workspaces_own || rust=1
+  as_nobody "$nobody_bin/network" || rust=1
+  rm -rf "$nobody_home" "$nobody_bin"
 fi
 # -rs: the reason of every skip in the summary.
 e2e=0

@@ -33,9 +33,18 @@ fn landlock_here() -> bool {
         "this kernel offers Landlock ABI {abi}; the sandbox tests need {NET_ABI} (set \
          GANTRY_SKIP_SANDBOX=1 to skip them on purpose)"
     );
-    gantry_process::reaper::use_program(env!("CARGO_BIN_EXE_gantry-reap"));
+    gantry_process::reaper::use_program(reaper_program());
     assert_eq!(gantry_process::reaper::reach(), Reach::Descendants);
     true
+}
+
+/// The reaper cargo built, unless `GANTRY_REAPER` names a copy: the
+/// unprivileged rerun of `scripts/test.sh` runs copies of these binaries
+/// from a folder its user can enter, which the checkout may not be.
+fn reaper_program() -> std::path::PathBuf {
+    std::env::var_os(gantry_process::reaper::ENV)
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_gantry-reap").into())
 }
 
 /// A directory outside the temp directory and the caches, so only a rule
@@ -295,7 +304,7 @@ async fn network_false_refuses_sockets_that_network_true_allows() {
 #[tokio::test]
 async fn a_kernel_without_landlock_refuses_a_chosen_mode_and_defaults_to_off() {
     // Rules are never built here for ABI 0, so this runs on any kernel.
-    gantry_process::reaper::use_program(env!("CARGO_BIN_EXE_gantry-reap"));
+    gantry_process::reaper::use_program(reaper_program());
     let workspace = scratch();
     let roots = [workspace.path().to_path_buf()];
     let chosen = Policy {
