@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -283,6 +284,11 @@ impl Run {
             };
             entry.tool.execute(args, ctx).await
         };
+        // A bug in one tool fails its call, not the run or the server; the
+        // unwind drops the exclusive lock with everything else the call held.
+        let work = std::panic::AssertUnwindSafe(work)
+            .catch_unwind()
+            .map(|caught| caught.unwrap_or_else(|panic| Err(panicked(name, panic.as_ref()))));
         let outcome = tokio::select! {
             biased;
             _ = cancel.cancelled() => Err(ToolError::Cancelled),
@@ -299,6 +305,20 @@ impl Run {
         }
         Ok(result)
     }
+}
+
+/// What a call whose tool panicked tells the model.
+fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolError {
+    let what = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message");
+    tracing::error!(tool = name, "a tool panicked: {what}");
+    ToolError::Failed(format!(
+        "`{name}` failed on an internal error in Gantry (a bug; please report it): {what}. \
+         The run goes on: the next call, to this tool or another, is served."
+    ))
 }
 
 fn tool_error(name: &str, error: ToolError) -> CallError {

@@ -88,6 +88,25 @@ impl Tool for Slow {
     }
 }
 
+/// A bug: panics inside its call, holding its exclusive lock.
+struct Panics;
+
+#[async_trait]
+impl Tool for Panics {
+    type Params = NoParams;
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new("panics", "Panics", Tier::Read, "Has a bug.").exclusive()
+    }
+    fn describe(&self, _: &NoParams) -> String {
+        "panic".into()
+    }
+    async fn execute(&self, _: NoParams, _: ToolContext) -> Result<ToolResult, ToolError> {
+        let empty: Vec<u8> = Vec::new();
+        let index = empty.len() + 3;
+        Ok(ToolResult::text(empty[index].to_string()))
+    }
+}
+
 /// A person who always answers the same.
 struct Always(bool, Arc<AtomicUsize>);
 
@@ -480,4 +499,27 @@ async fn resources_end_last_wired_first_however_the_run_ends() {
             "kill first"
         ]
     );
+}
+
+#[tokio::test]
+async fn a_tool_that_panics_fails_its_call_and_the_run_goes_on() {
+    let (_dir, ws) = workspace();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let run = Run::builder(ws)
+        .tool(Panics)
+        .tool(echo("look", Tier::Read, &runs))
+        .build();
+    // Twice: the first panic released the tool's exclusive lock.
+    for _ in 0..2 {
+        let error = tokio::time::timeout(Duration::from_secs(10), run.call("panics", json!({})))
+            .await
+            .expect("a panicking call ends")
+            .unwrap_err();
+        assert_eq!(error.kind, CallErrorKind::Failed);
+        assert!(error.message.contains("index out of bounds"), "{}", error.message);
+        assert!(error.message.contains("a bug"), "{}", error.message);
+    }
+    let served = run.call("look", json!({"text": "still here"})).await.unwrap();
+    assert_eq!(served.text_content(), "still here");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
