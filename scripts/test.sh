@@ -9,6 +9,8 @@
 #   GANTRY_SKIP_DAP=1          the tests that drive real debug adapters
 #   GANTRY_SKIP_SANDBOX=1      the tests that need the kernel's Landlock (ABI 4)
 #   GANTRY_SKIP_GEMINI=1       the test that drives Gemini CLI over HTTP
+#   GANTRY_SKIP_DIST=1         the install artifacts (scripts/test-dist.sh:
+#                              a release build, ~15 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +24,8 @@ skipped=()
   skipped+=("GANTRY_SKIP_CONFORMANCE=1: the MCP conformance suite (tests/e2e/test_conformance.py)")
 [ "${GANTRY_SKIP_GEMINI:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_GEMINI=1: Gemini CLI driving gantry mcp --http (tests/e2e/test_gemini_cli.py)")
+[ "${GANTRY_SKIP_DIST:-}" = 1 ] &&
+  skipped+=("GANTRY_SKIP_DIST=1: the install artifacts built and installed (scripts/test-dist.sh)")
 [ "${GANTRY_SKIP_SANDBOX:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_SANDBOX=1: the tests that confine real commands with Landlock, seccomp and namespaces (crates/process/tests/sandbox.rs and network.rs, crates/shell/tests/sandbox.rs, network.rs and unreaped.rs, crates/cli/tests/sandbox.rs, crates/kernel/tests/sandbox.rs and network.rs, the bridged server's network test in crates/discovery/tests)")
 say_skipped() {
@@ -128,7 +132,10 @@ fi
 # -rs: the reason of every skip in the summary.
 e2e=0
 GANTRY_BIN="$gantry_bin" python3 -m pytest -q -rs tests/e2e || e2e=$?
-if [ "$rust" != 0 ] || [ "$e2e" != 0 ]; then
-  echo "scripts/test.sh: failed (cargo test: exit $rust, end-to-end tests: exit $e2e)" >&2
+# The install artifacts, as users get them: a release build of its own.
+dist=0
+[ "${GANTRY_SKIP_DIST:-}" = 1 ] || scripts/test-dist.sh || dist=$?
+if [ "$rust" != 0 ] || [ "$e2e" != 0 ] || [ "$dist" != 0 ]; then
+  echo "scripts/test.sh: failed (cargo test: exit $rust, end-to-end tests: exit $e2e, install artifacts: exit $dist)" >&2
   exit 1
 fi

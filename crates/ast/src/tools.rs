@@ -27,6 +27,10 @@ const CAPTURE_CHARS: usize = 80;
 const NAMED_FILES: usize = 10;
 /// Diff lines shown in an `ast_edit` preview.
 const DIFF_LINES: usize = 400;
+/// How long a staged diff may look for the smallest edit before settling
+/// for a larger one; the same bound as `edit`'s diffs, so the two share
+/// one instance of the diff code.
+const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `ast_grep`: find code by its syntax tree.
 pub struct AstGrep {
@@ -565,7 +569,9 @@ impl Tool for AstEdit {
             }
             let display = ws.display(&file.path);
             diff.push_str(
-                &similar::TextDiff::from_lines(before, &after)
+                &similar::TextDiff::configure()
+                    .timeout(DIFF_TIMEOUT)
+                    .diff_lines(before, &after)
                     .unified_diff()
                     .context_radius(2)
                     .header(&format!("a/{display}"), &format!("b/{display}"))

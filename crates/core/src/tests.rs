@@ -516,10 +516,17 @@ async fn a_tool_that_panics_fails_its_call_and_the_run_goes_on() {
             .expect("a panicking call ends")
             .unwrap_err();
         assert_eq!(error.kind, CallErrorKind::Failed);
-        assert!(error.message.contains("index out of bounds"), "{}", error.message);
+        assert!(
+            error.message.contains("index out of bounds"),
+            "{}",
+            error.message
+        );
         assert!(error.message.contains("a bug"), "{}", error.message);
     }
-    let served = run.call("look", json!({"text": "still here"})).await.unwrap();
+    let served = run
+        .call("look", json!({"text": "still here"}))
+        .await
+        .unwrap();
     assert_eq!(served.text_content(), "still here");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
