@@ -617,7 +617,7 @@ impl Init {
             pending: Vec::new(),
         };
         let line = init.line()?;
-        if let Some(error) = crate::reaper::parse_error(&line) {
+        if let Some(error) = crate::reaper::wire::parse_error(&line) {
             return Err(error);
         }
         if line != "started" {
@@ -644,7 +644,7 @@ impl Init {
     /// `signal N`); `None` before.
     pub(crate) fn status(&mut self) -> Option<String> {
         self.socket.set_nonblocking(true).ok()?;
-        crate::reaper::read_available(&self.socket, &mut self.pending);
+        crate::reaper::wire::read_available(&self.socket, &mut self.pending);
         let text = String::from_utf8_lossy(&self.pending);
         text.lines()
             .map(str::to_string)
@@ -691,7 +691,7 @@ fn init_main(
     let command = match started {
         Ok(pid) => pid,
         Err(e) => {
-            say(&crate::reaper::error_line(&e, libc::EPERM));
+            say(&crate::reaper::wire::error_line(&e, libc::EPERM));
             return 126;
         }
     };
@@ -724,7 +724,7 @@ fn init_main(
             }
             if pid == command.as_raw_nonzero().get() {
                 let status = std::os::unix::process::ExitStatusExt::from_raw(status);
-                say(&crate::reaper::status_line(status));
+                say(&crate::reaper::wire::status_line(status));
                 return 0;
             }
         }
