@@ -53,6 +53,7 @@ mod explain;
 mod landlock;
 pub(crate) mod namespace;
 pub(crate) mod paths;
+mod seccomp;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -66,9 +67,10 @@ use serde::Deserialize;
 use crate::env::EnvPolicy;
 use crate::network::{self, Network, NetworkSetting, Proxy};
 
-pub(crate) use self::landlock::{Prepared, abi as landlock_abi, read_filter, restrict};
+pub(crate) use self::landlock::{Prepared, abi as landlock_abi, restrict};
 use self::paths::Layout;
 pub use self::paths::{PROTECTED, PROTECTED_IN_HOME, default_hidden};
+pub(crate) use self::seccomp::read_filter;
 
 /// The settings key of the sandbox.
 pub const SETTINGS_KEY: &str = "sandbox";
