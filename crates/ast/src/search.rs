@@ -320,17 +320,11 @@ impl LineIndex {
 /// left out.
 pub(crate) fn shorten(text: &str, max: usize) -> String {
     let mut lines = text.lines();
-    let first = lines.next().unwrap_or("");
-    let rest = lines.count();
-    let mut out: String = first.chars().take(max).collect();
-    if first.chars().count() > max {
-        out.push('…');
-    }
+    let mut out = gantry_core::text::shorten(lines.next().unwrap_or(""), max);
+    let rest = lines.count() as u64;
     if rest > 0 {
-        out.push_str(&format!(
-            " … (+{rest} line{})",
-            if rest == 1 { "" } else { "s" }
-        ));
+        let rest = gantry_core::text::counted(rest, "line", "lines");
+        out.push_str(&format!(" … (+{rest})"));
     }
     out
 }

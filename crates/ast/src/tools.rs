@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use ast_grep_core::replacer::TemplateFix;
 use ast_grep_language::SupportLang;
+use gantry_core::text::counted;
 use gantry_core::write::{Change, ChangeSet, WriteError};
 use gantry_core::{
     Confirmation, Prepared, Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec,
@@ -379,14 +380,18 @@ fn render_search(
     if outcome.total == 0 {
         let _ = writeln!(
             out,
-            "No matches for `{}` in {}. The pattern compiled to {}; searched {files} {lang} file{}, \
+            "No matches for `{}` in {}. The pattern compiled to {}; searched {}, \
              {} of which contained the pattern's literal text and were parsed. If the code should be \
              there, the pattern's shape differs from it (try a smaller fragment, or `$X` for a part); \
              otherwise it is truly absent.",
             query.source,
             target.shown,
             query.describe(),
-            plural(files),
+            counted(
+                files as u64,
+                &format!("{lang} file"),
+                &format!("{lang} files")
+            ),
             outcome.parsed,
         );
     } else {
@@ -435,9 +440,13 @@ fn render_search(
         }
         let _ = writeln!(
             out,
-            "\nSearched {} of {files} {lang} file{}; {} contained the pattern's literal text and were parsed.",
+            "\nSearched {} of {}; {} contained the pattern's literal text and were parsed.",
             outcome.searched,
-            plural(files),
+            counted(
+                files as u64,
+                &format!("{lang} file"),
+                &format!("{lang} files")
+            ),
             outcome.parsed
         );
     }
@@ -461,18 +470,20 @@ fn render_problems(out: &mut String, run: &Run, outcome: &Outcome) {
     if !outcome.with_errors.is_empty() {
         let _ = writeln!(
             out,
-            "{} parsed file{} had syntax errors (searched anyway; code next to an error may not match): {}",
-            outcome.with_errors.len(),
-            plural(outcome.with_errors.len()),
+            "{} had syntax errors (searched anyway; code next to an error may not match): {}",
+            counted(
+                outcome.with_errors.len() as u64,
+                "parsed file",
+                "parsed files"
+            ),
             name_files(outcome.with_errors.iter().map(|p| ws.display(p)))
         );
     }
     if !outcome.unreadable.is_empty() {
         let _ = writeln!(
             out,
-            "{} file{} could not be searched: {}",
-            outcome.unreadable.len(),
-            plural(outcome.unreadable.len()),
+            "{} could not be searched: {}",
+            counted(outcome.unreadable.len() as u64, "file", "files"),
             name_files(
                 outcome
                     .unreadable
@@ -490,10 +501,6 @@ fn name_files(names: impl Iterator<Item = String>) -> String {
         let _ = write!(listed, " and {} more", names.len() - NAMED_FILES);
     }
     listed
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 #[async_trait]
@@ -589,7 +596,7 @@ impl Tool for AstEdit {
         if staged_files.is_empty() {
             let _ = writeln!(
                 out,
-                "Nothing staged: {} for `{}` in {}. The pattern compiled to {}; searched {files} {} file{}, \
+                "Nothing staged: {} for `{}` in {}. The pattern compiled to {}; searched {}, \
                  {} of which contained its literal text and were parsed.",
                 if outcome.total == 0 {
                     "no matches".to_string()
@@ -599,8 +606,11 @@ impl Tool for AstEdit {
                 query.source,
                 target.shown,
                 query.describe(),
-                lang::id(target.lang),
-                plural(files),
+                counted(
+                    files as u64,
+                    &format!("{} file", lang::id(target.lang)),
+                    &format!("{} files", lang::id(target.lang))
+                ),
                 outcome.parsed,
             );
             render_problems(&mut out, &ctx.run, &outcome);
@@ -615,10 +625,10 @@ impl Tool for AstEdit {
         let id = lock_staged(&self.state).stage(staged_files, diff.clone());
         let _ = writeln!(
             out,
-            "(proposed) {count} replacement{} in {file_count} file{}: `{}` → `{rewrite}`. Nothing is written yet: \
+            "(proposed) {} in {}: `{}` → `{rewrite}`. Nothing is written yet: \
              call resolve with edit_id \"{id}\" and action \"accept\" to write all of it, or \"discard\" to drop it.",
-            plural(count),
-            plural(file_count),
+            counted(count as u64, "replacement", "replacements"),
+            counted(file_count as u64, "file", "files"),
             query.source,
         );
         let _ = writeln!(out, "Files: {}", file_list.join(", "));
@@ -745,10 +755,9 @@ impl Tool for Resolve {
                     .map_err(|e| rejected(&self.state, id, e))?;
                 let names: Vec<&str> = applied.changes.iter().map(|c| c.display.as_str()).collect();
                 let mut result = ToolResult::text(format!(
-                    "Applied {id}: {} replacements in {} file{} ({}).",
+                    "Applied {id}: {} replacements in {} ({}).",
                     edit.count(),
-                    names.len(),
-                    plural(names.len()),
+                    counted(names.len() as u64, "file", "files"),
                     names.join(", ")
                 ));
                 for note in &applied.notes {

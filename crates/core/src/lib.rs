@@ -58,6 +58,7 @@ pub mod suggest;
 mod sync;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod text;
 pub mod tier;
 pub mod tool;
 pub mod trust;

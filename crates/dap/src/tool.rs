@@ -996,12 +996,13 @@ fn render_variables(
 /// `text` cut at `max` characters, saying how long it was and how to read
 /// the rest.
 fn cut(text: &str, max: usize) -> String {
-    let length = text.chars().count();
-    if length <= max {
-        return text.to_string();
+    match gantry_core::text::char_prefix(text, max) {
+        None => text.to_string(),
+        Some(kept) => format!(
+            "{kept}… (cut at {max} of {} characters; `evaluate` a slice of it for the rest)",
+            text.chars().count()
+        ),
     }
-    let kept: String = text.chars().take(max).collect();
-    format!("{kept}… (cut at {max} of {length} characters; `evaluate` a slice of it for the rest)")
 }
 
 /// A Rust panic's own words in a program's output: the last `panicked at`

@@ -8,7 +8,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::flow::{self, Outcome};
-use crate::text::{Text, closest_lines, line_numbers, not_text, plural};
+use crate::text::{Text, closest_lines, line_numbers, not_text};
+use gantry_core::text::counted;
 
 /// Replaces exact text in a file.
 pub struct Edit;
@@ -209,13 +210,17 @@ impl Tool for Edit {
                     format!(
                         "Created {} ({}).",
                         file.name,
-                        plural(file.lines_after, "line")
+                        counted(file.lines_after as u64, "line", "lines")
                     )
                 }
                 Some(file) => format!(
                     "Edited {}: replaced {} (+{} -{} lines).",
                     file.name,
-                    plural(params.expected_replacements as usize, "occurrence"),
+                    counted(
+                        u64::from(params.expected_replacements),
+                        "occurrence",
+                        "occurrences"
+                    ),
                     file.added,
                     file.removed
                 ),

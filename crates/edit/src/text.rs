@@ -79,15 +79,6 @@ pub(crate) fn line_count(text: &str) -> usize {
     }
 }
 
-/// `n` with `word`, plural when needed: "1 line", "3 lines".
-pub(crate) fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("{n} {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
-
 /// Lines numbered as `read_file` numbers them, so the model can cite them.
 pub(crate) fn numbered<'a>(first: usize, lines: impl IntoIterator<Item = &'a str>) -> String {
     lines
@@ -192,8 +183,6 @@ mod tests {
         assert_eq!(line_count("a"), 1);
         assert_eq!(line_count("a\nb\n"), 2);
         assert_eq!(line_numbers("a\nb\nc\nb", [2, 6]), [2, 4]);
-        assert_eq!(plural(1, "line"), "1 line");
-        assert_eq!(plural(0, "line"), "0 lines");
     }
 
     #[test]

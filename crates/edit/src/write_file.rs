@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::flow::{self, Outcome};
 use crate::report::FileReport;
-use crate::text::plural;
+use gantry_core::text::counted;
 
 /// Writes a whole file.
 pub struct WriteFile;
@@ -48,12 +48,15 @@ fn plan(workspace: &Workspace, params: &WriteFileParams) -> Result<ChangeSet, To
 fn summary(display: &str, changes: &ChangeSet, files: &[FileReport]) -> String {
     match (changes.changes().first().map(|c| c.kind()), files.first()) {
         (Some(ChangeKind::Created), Some(file)) => {
-            format!("Created {display} ({}).", plural(file.lines_after, "line"))
+            format!(
+                "Created {display} ({}).",
+                counted(file.lines_after as u64, "line", "lines")
+            )
         }
         (Some(_), Some(file)) => format!(
             "Overwrote {display} ({} -> {}, +{} -{}).",
-            plural(file.lines_before, "line"),
-            plural(file.lines_after, "line"),
+            counted(file.lines_before as u64, "line", "lines"),
+            counted(file.lines_after as u64, "line", "lines"),
             file.added,
             file.removed
         ),
@@ -87,7 +90,11 @@ impl Tool for WriteFile {
         format!(
             "write {} ({})",
             params.path,
-            plural(crate::text::line_count(&params.content), "line")
+            counted(
+                crate::text::line_count(&params.content) as u64,
+                "line",
+                "lines"
+            )
         )
     }
 

@@ -2,6 +2,7 @@
 //! ignore-aware walk, sizes and counts people can read, and "not found"
 //! errors that point at what exists.
 
+pub(crate) use gantry_core::text::{counted, thousands};
 use std::path::{Component, Path};
 
 use gantry_core::{ToolError, Workspace};
@@ -24,19 +25,6 @@ pub(crate) fn walker(from: &Path, hidden: bool) -> WalkBuilder {
     walk
 }
 
-/// A count with thousands separators, as people read it: `1,234`.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
 /// `parts` joined by `sep` between `open` and `close`, or nothing when
 /// there are none: the `(…)` and `; …` tails that grep and ls put after a
 /// count for what they skipped or left out, built one way.
@@ -46,11 +34,6 @@ pub(crate) fn tail(parts: &[String], open: &str, sep: &str, close: &str) -> Stri
     } else {
         format!("{open}{}{close}", parts.join(sep))
     }
-}
-
-/// `1 file`, `2 files`: a count with its noun.
-pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
-    format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
 
 /// Runs filesystem work on the blocking pool, so a slow disk or a huge
@@ -223,16 +206,6 @@ mod tests {
         assert_eq!(human_size(1_234_567), "1.2 MB");
         assert_eq!(human_size(999_999), "1.0 MB");
         assert_eq!(human_size(2_147_483_648), "2.1 GB");
-    }
-
-    #[test]
-    fn counts_read_naturally() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_234), "1,234");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(counted(1, "file", "files"), "1 file");
-        assert_eq!(counted(12_000, "file", "files"), "12,000 files");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::common::{blocking, fenced, human_size, io_failure, quote, tail};
+use crate::common::{blocking, counted, fenced, human_size, io_failure, quote, tail};
 
 /// Most entries one listing shows; a directory with more says how many it
 /// left out rather than flooding the model's context.
@@ -156,10 +156,6 @@ fn list(
     })
 }
 
-fn plural(count: usize, one: &str, many: &str) -> String {
-    format!("{count} {}", if count == 1 { one } else { many })
-}
-
 fn render(listing: &Listing) -> ToolResult {
     let dirs = listing.entries.iter().filter(|e| e.is_dir).count();
     let files = listing.entries.len() - dirs;
@@ -167,13 +163,13 @@ fn render(listing: &Listing) -> ToolResult {
     if listing.ignored > 0 {
         notes.push(format!(
             "{} left out by `ignore`",
-            plural(listing.ignored, "entry", "entries")
+            counted(listing.ignored as u64, "entry", "entries")
         ));
     }
     if listing.unreadable > 0 {
         notes.push(format!(
             "{} could not be read",
-            plural(listing.unreadable, "entry", "entries")
+            counted(listing.unreadable as u64, "entry", "entries")
         ));
     }
     if listing.total > listing.entries.len() {
@@ -216,8 +212,8 @@ fn render(listing: &Listing) -> ToolResult {
     let header = format!(
         "Directory {}: {}, {}{notes}",
         quote(&listing.shown),
-        plural(dirs, "directory", "directories"),
-        plural(files, "file", "files"),
+        counted(dirs as u64, "directory", "directories"),
+        counted(files as u64, "file", "files"),
     );
     ToolResult::new(
         vec![Part::text(format!("{header}:\n{body}"))],

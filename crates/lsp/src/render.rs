@@ -8,6 +8,8 @@ use lsp_types::{
     DocumentSymbol, GotoDefinitionResponse, HoverContents, Location, MarkedString, SymbolKind, Url,
 };
 
+use gantry_core::text::counted;
+
 use crate::convert::{LineIndex, uri_to_path};
 
 /// Caps of SPEC §6.
@@ -104,15 +106,6 @@ pub fn location_spots(locations: Vec<Location>) -> Vec<Spot> {
         .collect()
 }
 
-/// `n` and the noun, singular or plural: `1 file`, `4 lines`.
-fn counted(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
 /// Spots grouped by file, each line with its source and, when it holds
 /// several, how many; the count says what it counts ("5 references on 4
 /// lines in 2 files") and `cap` is stated when hit. A single spot is one
@@ -143,12 +136,19 @@ pub fn spots(
             .entry(*line)
             .or_default() += 1;
     }
-    let files = counted(by_file.len(), "file");
-    let lines = counted(by_file.values().map(|(_, l)| l.len()).sum(), "line");
+    let files = counted(by_file.len() as u64, "file", "files");
+    let lines = counted(
+        by_file.values().map(|(_, l)| l.len() as u64).sum(),
+        "line",
+        "lines",
+    );
     let count = if total > cap {
         format!("{cap} of {total} {noun}s shown, on {lines} in {files}; the cap is {cap}")
     } else {
-        format!("{} on {lines} in {files}", counted(total, noun))
+        format!(
+            "{} on {lines} in {files}",
+            counted(total as u64, noun, &format!("{noun}s"))
+        )
     };
     let mut out = format!("{title} ({count}):\n");
     for (shown_path, (path, lines)) in by_file {

@@ -4,6 +4,7 @@
 //! results back as function responses, until it answers without a call or
 //! its turns run out.
 
+use gantry_core::text::shorten;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -231,14 +232,6 @@ pub fn first_line(text: &str) -> String {
     shorten(text.lines().next().unwrap_or_default(), 120)
 }
 
-/// `text` cut to at most `chars` characters, said with an ellipsis.
-pub fn shorten(text: &str, chars: usize) -> String {
-    match text.char_indices().nth(chars) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,11 +264,5 @@ mod tests {
             model_text(&result),
             "see\n[image: image/png, 10 bytes, not shown]"
         );
-    }
-
-    #[test]
-    fn shorten_cuts_on_characters() {
-        assert_eq!(shorten("héllo", 2), "hé…");
-        assert_eq!(shorten("hé", 2), "hé");
     }
 }

@@ -199,7 +199,7 @@ impl Worker {
                 "worker {} ({}) is {word}: {}",
                 self.id,
                 self.label,
-                agent::shorten(&result, 200)
+                gantry_core::text::shorten(&result, 200)
             ));
         }
     }

@@ -394,11 +394,13 @@ impl Tool for Lister {
             .map(|worker| {
                 let record = worker.record();
                 let result = match &record.status {
-                    Status::Failed(reason) => agent::shorten(reason, LIST_RESULT_CHARS),
+                    Status::Failed(reason) => gantry_core::text::shorten(reason, LIST_RESULT_CHARS),
                     _ => record
                         .last_result
                         .as_deref()
-                        .map(|text| agent::shorten(&text.replace('\n', " "), LIST_RESULT_CHARS))
+                        .map(|text| {
+                            gantry_core::text::shorten(&text.replace('\n', " "), LIST_RESULT_CHARS)
+                        })
                         .unwrap_or_else(|| "-".into()),
                 };
                 format!(

@@ -19,7 +19,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::flow::{self, Outcome};
-use crate::text::{Text, not_text, plural};
+use crate::text::{Text, not_text};
+use gantry_core::text::counted;
 use parse::{FilePatch, Op};
 
 /// Applies a multi-file patch.
@@ -154,7 +155,7 @@ fn plan(workspace: &Workspace, text: &str) -> Result<ChangeSet, ToolError> {
     } else {
         Err(ToolError::failed(format!(
             "the patch was not applied and no file was changed; {}:\n\n{}\n\nRead the files again and send a corrected patch.",
-            plural(problems.len(), "problem"),
+            counted(problems.len() as u64, "problem", "problems"),
             problems.join("\n\n")
         )))
     }
@@ -214,7 +215,7 @@ impl Tool for ApplyPatch {
             } else {
                 format!(
                     "Applied the patch: {} changed (+{added} -{removed}).",
-                    plural(files.len(), "file")
+                    counted(files.len() as u64, "file", "files")
                 )
             };
             for file in files {
