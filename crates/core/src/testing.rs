@@ -5,6 +5,8 @@
 //! end as the test expects; and a test that needs something from outside
 //! (a language server) is skipped only when a variable asks for it.
 
+pub mod harness;
+
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,8 @@
 //! Confinement by the kernel, tried as an attacker would: a folder swapped
 //! for a link to outside by an atomic exchange, in a loop, while reads,
-//! overwrites and creates go through the workspace; FIFOs where files were;
-//! two processes with different state directories editing one file.
+//! overwrites and creates go through the workspace; FIFOs where files were
+//! (`across_processes.rs` has two processes with different state
+//! directories editing one file).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -263,77 +264,3 @@ async fn fifos_are_refused_at_once_by_reads_plans_and_applies() {
 }
 
 use std::os::unix::fs::FileTypeExt;
-
-/// The child's part in [`two_state_directories_share_one_lock`]: appends
-/// a line to `log.txt` `GANTRY_TEST_APPENDS` times, each a read-modify-
-/// write planned against what it read.
-#[tokio::test]
-async fn append_child() {
-    let Ok(count) = std::env::var("GANTRY_TEST_APPENDS") else {
-        return;
-    };
-    let root = std::env::var("GANTRY_TEST_ROOT").unwrap();
-    let tag = std::env::var("GANTRY_TEST_TAG").unwrap();
-    let run = Run::builder(Workspace::new(&root).unwrap()).build();
-    let path = run.workspace().root().join("log.txt");
-    let mut acknowledged = 0;
-    for i in 0..count.parse::<usize>().unwrap() {
-        loop {
-            let before = std::fs::read(&path).unwrap();
-            let mut after = before.clone();
-            after.extend_from_slice(format!("{tag}{i}\n").as_bytes());
-            let mut changes = ChangeSet::new();
-            changes
-                .push(run.workspace(), Change::modified(&path, before, after))
-                .unwrap();
-            match run.apply(changes).await {
-                Ok(_) => break,
-                Err(WriteError::Stale { .. }) => continue,
-                Err(other) => panic!("{other}"),
-            }
-        }
-        acknowledged += 1;
-    }
-    let mut out = std::io::stdout();
-    writeln!(out, "acknowledged {acknowledged}").unwrap();
-}
-
-#[test]
-fn two_state_directories_share_one_lock_and_lose_nothing() {
-    let ws = testing::workspace_with(&[("log.txt", "")]);
-    let per_child = 150;
-    let children: Vec<_> = ["a", "b"]
-        .into_iter()
-        .map(|tag| {
-            let state = tempfile::tempdir().unwrap();
-            let child = Command::new(std::env::current_exe().unwrap())
-                .args(["append_child", "--exact", "--nocapture", "--test-threads=1"])
-                .env("GANTRY_TEST_APPENDS", per_child.to_string())
-                .env("GANTRY_TEST_ROOT", ws.path())
-                .env("GANTRY_TEST_TAG", tag)
-                .env("GANTRY_STATE_DIR", state.path())
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap();
-            (state, child)
-        })
-        .collect();
-    let mut acknowledged = 0;
-    for (_state, mut child) in children {
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        for line in stdout.lines() {
-            // libtest prints "test append_child ... " on the same line.
-            if let Some((_, n)) = line.unwrap().split_once("acknowledged ") {
-                acknowledged += n.trim().parse::<usize>().unwrap();
-            }
-        }
-        assert!(child.wait().unwrap().success());
-    }
-    let log = std::fs::read_to_string(ws.path().join("log.txt")).unwrap();
-    assert_eq!(acknowledged, 2 * per_child);
-    assert_eq!(
-        log.lines().count(),
-        acknowledged,
-        "acknowledged appends were lost"
-    );
-}
