@@ -56,7 +56,7 @@ fn child(root: &str) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let run = gantry_ast::register(gantry_core::Run::builder(
-            gantry_core::Workspace::new(&root).unwrap(),
+            gantry_core::Workspace::new(root).unwrap(),
         ))
         .build();
         let text = stage(&run, "$X.unwrap()", "$X?").await;

@@ -4,9 +4,7 @@
 //! (`across_processes.rs` has two processes with different state
 //! directories editing one file).
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

@@ -2,18 +2,14 @@
 //! and hooks, in one process (`across_processes.rs` has the crashes and
 //! races between processes).
 
-use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use gantry_core::testing::{self, read, state_dir};
+use gantry_core::testing::{read, state_dir};
 use gantry_core::write::{
     Applied, Change, ChangeKind, ChangeSet, WriteError, WriteHook, apply_in_gantry_home,
-    open_workspace, recover,
+    open_workspace,
 };
 use gantry_core::{Run, Workspace, async_trait};
 

@@ -1,7 +1,7 @@
 //! What the shell's own-`main` test files share: the runner (Gantry's
 //! testing harness) and helpers to watch processes end.
 
-#![allow(dead_code)] // each test binary uses a part
+#![allow(dead_code, unused_imports)] // each test binary (and the bench example) uses a part
 
 pub use gantry_core::testing::harness::{Test, run};
 
