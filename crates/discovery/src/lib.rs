@@ -7,8 +7,8 @@
 //!   `exec` tool run by `toolCallCommand <name>` with the arguments as JSON
 //!   on stdin ([`command`]).
 //! - `mcpServers.<alias>` are started (stdio through `gantry-process`, or
-//!   streamable HTTP) with rmcp as the client; their tools are bridged as
-//!   `<alias>__<tool>` ([`server`], [`bridge`]).
+//!   streamable HTTP) with rmcp as the client ([`client`]); their tools are
+//!   bridged as `<alias>__<tool>` ([`server`], [`bridge`]).
 //!
 //! Both start processes, so both are honoured only from the user's own
 //! settings or a folder the user trusts ([`config`]).
@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 
 pub mod bridge;
+pub mod client;
 pub mod command;
 pub mod config;
 pub mod names;
