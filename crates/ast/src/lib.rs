@@ -108,11 +108,11 @@ impl Resource for AstState {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .pending();
         format!(
-            "ast: {} parsed files cached ({:.1} MiB of {} MiB), {pending} staged edit{}",
+            "ast: {} parsed files cached ({:.1} MiB of {} MiB), {}",
             stats.files,
             stats.bytes as f64 / (1 << 20) as f64,
             stats.cap >> 20,
-            if pending == 1 { "" } else { "s" }
+            gantry_core::text::counted(pending as u64, "staged edit", "staged edits")
         )
     }
 }

@@ -12,7 +12,7 @@ use gantry_core::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::common::{blocking, fenced, human_size, io_failure, quote};
+use crate::common::{blocking, counted, fenced, human_size, io_failure, quote};
 use crate::sniff::{self, Kind, SNIFF_BYTES};
 
 /// Lines shown when the call gives no `limit`: enough for most source
@@ -608,9 +608,9 @@ fn beyond_end(shown: &str, offset: u64, total: u64) -> ToolError {
         ))
     } else {
         ToolError::failed(format!(
-            "offset {offset} is beyond the end of {}: it has {total} line{}; use an offset from 1 to {total}",
+            "offset {offset} is beyond the end of {}: it has {}; use an offset from 1 to {total}",
             quote(shown),
-            if total == 1 { "" } else { "s" }
+            counted(total, "line", "lines")
         ))
     }
 }

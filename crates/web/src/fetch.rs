@@ -381,10 +381,9 @@ fn render(fetched: Fetched, prompt: &str) -> Page {
     let mut head = format!("Looking for: {prompt}\nURL: {}", fetched.url);
     if fetched.redirects > 0 {
         head.push_str(&format!(
-            " (reached from {} after {} redirect{})",
+            " (reached from {} after {})",
             fetched.requested,
-            fetched.redirects,
-            if fetched.redirects == 1 { "" } else { "s" }
+            gantry_core::text::counted(fetched.redirects as u64, "redirect", "redirects")
         ));
     }
     if fetched.status != StatusCode::OK {

@@ -390,10 +390,9 @@ impl Tool for WebSearch {
             .map_err(ToolError::Failed)?;
         let text = format_hits(provider.name(), query, &hits[..hits.len().min(max)], note);
         let summary = format!(
-            "Searched {} for \"{query}\": {} result{}",
+            "Searched {} for \"{query}\": {}",
             provider.name(),
-            hits.len().min(max),
-            if hits.len().min(max) == 1 { "" } else { "s" }
+            gantry_core::text::counted(hits.len().min(max) as u64, "result", "results")
         );
         Ok(ToolResult::new(
             vec![Part::text(text)],
