@@ -14,7 +14,7 @@
 # the first `tools/list` are printed for each.
 #
 # Usage: scripts/test-dist.sh [--no-build]   (--no-build: dist/ is made)
-# scripts/test.sh runs it last; it costs a release build (about 15 min on
+# scripts/test.sh runs it last; it costs a release build (about 10 min on
 # 2 cores, less when target/release is warm) and, once per machine, the
 # minimal root (about 2 min).
 set -euo pipefail

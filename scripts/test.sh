@@ -10,7 +10,7 @@
 #   GANTRY_SKIP_SANDBOX=1      the tests that need the kernel's Landlock (ABI 4)
 #   GANTRY_SKIP_GEMINI=1       the test that drives Gemini CLI over HTTP
 #   GANTRY_SKIP_DIST=1         the install artifacts (scripts/test-dist.sh:
-#                              a release build, ~15 min on 2 cores)
+#                              a release build, ~10 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
