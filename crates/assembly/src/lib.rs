@@ -9,24 +9,31 @@
 //! use gantry_core::Surface;
 //!
 //! let config = RunConfig { root: ".".into(), surface: Surface::default(), settings_files: vec![] };
-//! let run = gantry_assembly::build_run(&config, None).await?;
+//! let run = gantry_assembly::build_run(&config, None, None).await?;
 //! let listing = run.call("ls", serde_json::json!({"path": "."})).await;
 //! # let _ = listing;
 //! # Ok(())
 //! # }
 //! ```
 
+mod log;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
+use gantry_core::runlog::Origin;
 use gantry_core::{
     Answer, ApprovalMode, Confirmation, Family, Human, HumanError, Question, Run, RunBuilder,
     Settings, SettingsError, Surface, Tier, Workspace,
 };
 
 /// Settings keys the assembly and the core read (not a family's).
-const OWN_SETTINGS: &[&str] = &[EXTRA_ROOTS, gantry_core::settings::TRUSTED_FOLDERS];
+const OWN_SETTINGS: &[&str] = &[
+    EXTRA_ROOTS,
+    gantry_core::settings::TRUSTED_FOLDERS,
+    log::KEY,
+];
 
 /// The settings key of folders the tools may reach beyond the workspace.
 const EXTRA_ROOTS: &str = "extraRoots";
@@ -138,12 +145,25 @@ pub fn open_with(root: &Path, settings_files: &[PathBuf]) -> anyhow::Result<(Wor
 }
 
 /// Builds a run with every family, wired in order; `human` is the person
-/// the front end can reach, if any.
-pub async fn build_run(config: &RunConfig, human: Option<Arc<dyn Human>>) -> anyhow::Result<Run> {
+/// the front end can reach, if any. A run with an `origin` is recorded in
+/// the run log (unless the user's `log.enabled` is false); one without
+/// (`gantry tools`, `gantry status`) is not.
+pub async fn build_run(
+    config: &RunConfig,
+    human: Option<Arc<dyn Human>>,
+    origin: Option<Origin>,
+) -> anyhow::Result<Run> {
     let (workspace, settings) = open_with(&config.root, &config.settings_files)?;
+    let log = match origin {
+        Some(origin) => log::open(&settings).map(|log| (log, origin)),
+        None => None,
+    };
     let mut builder = Run::builder(workspace)
         .settings(settings)
         .surface(config.surface);
+    if let Some((log, origin)) = log {
+        builder = builder.log(log, origin);
+    }
     if let Some(human) = human {
         builder = builder.human(human);
     }

@@ -1,6 +1,7 @@
 //! `gantry`: one registry of tools for coding agents, served over MCP
 //! (`gantry mcp`) and the command line (`gantry call`, `gantry session`).
 
+mod log;
 mod reference;
 mod terminal;
 
@@ -143,6 +144,31 @@ enum Command {
         /// relative to --root (default: the workspace root itself).
         path: Option<PathBuf>,
     },
+    /// The runs on this machine and what they did, from the run logs in
+    /// Gantry's state directory: runs newest last, or one run's records.
+    Log {
+        /// One run's records (its id, or `last`).
+        #[arg(long, value_name = "ID")]
+        run: Option<String>,
+        /// Keep printing new records as runs write them.
+        #[arg(short, long)]
+        follow: bool,
+        /// The records (or run outlines) as JSON lines.
+        #[arg(long)]
+        json: bool,
+        /// Only what came after a time (2026-12-02T07:30:00Z) or a span
+        /// back from now (90s, 10m, 2h, 3d).
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+    },
+    /// Serve a page on loopback that shows every run on this machine,
+    /// live: calls and results, diffs, images, workers, what is running,
+    /// what the sandbox refused. Prints the address, with its token.
+    View {
+        /// The port (default: any free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -254,9 +280,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             let config = config(surface.surface(ApprovalMode::Client));
             // Fail now, not at the first client request, on a bad root or settings.
             gantry_assembly::open_with(&config.root, &config.settings_files)?;
-            let factory: gantry_mcp::RunFactory = Arc::new(move |human| {
+            let factory: gantry_mcp::RunFactory = Arc::new(move |human, origin| {
                 let config = config.clone();
-                Box::pin(async move { gantry_assembly::build_run(&config, human).await })
+                Box::pin(
+                    async move { gantry_assembly::build_run(&config, human, Some(origin)).await },
+                )
             });
             let shutdown = shutdown_signal()?;
             match http {
@@ -318,9 +346,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 std::io::stdout().write_all(reference::markdown(&docs).as_bytes())?;
                 return Ok(std::process::ExitCode::SUCCESS);
             }
-            let run =
-                gantry_assembly::build_run(&config(surface.surface(ApprovalMode::Client)), None)
-                    .await?;
+            let run = gantry_assembly::build_run(
+                &config(surface.surface(ApprovalMode::Client)),
+                None,
+                None,
+            )
+            .await?;
             print_tools(&run, json)?;
             Ok(std::process::ExitCode::SUCCESS)
         }
@@ -333,6 +364,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             let run = gantry_assembly::build_run(
                 &config(surface.surface(ApprovalMode::Client)),
                 interactive(),
+                Some(origin("call")),
             )
             .await?;
             let args: Value = match args.as_deref().map(serde_json::from_str).transpose() {
@@ -355,6 +387,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             let run = gantry_assembly::build_run(
                 &config(surface.surface(ApprovalMode::Client)),
                 interactive(),
+                Some(origin("session")),
             )
             .await?;
             let outcome = session(&run).await;
@@ -370,6 +403,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             let run = gantry_assembly::build_run(
                 &config(surface.surface(ApprovalMode::Client)),
                 interactive(),
+                Some(origin("agent")),
             )
             .await?;
             let outcome = gantry_assembly::run_agent(&run, &brief, worker_tier.as_deref()).await;
@@ -385,6 +419,23 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             } else {
                 std::process::ExitCode::FAILURE
             })
+        }
+        Command::Log {
+            run,
+            follow,
+            json,
+            since,
+        } => tokio::task::block_in_place(|| {
+            log::print(log::LogArgs {
+                run,
+                follow,
+                json,
+                since,
+            })
+        }),
+        Command::View { port } => {
+            gantry_view::serve(port, gantry_core::runlog::runs_dir(), shutdown_signal()?).await?;
+            Ok(std::process::ExitCode::SUCCESS)
         }
         Command::Trust { path } => {
             use gantry_core::trust::{Approvals, WorkspaceTrust, root_named};
@@ -413,6 +464,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
             let run = gantry_assembly::build_run(
                 &config(surface.surface(ApprovalMode::Client)),
                 interactive(),
+                None,
             )
             .await?;
             let printed = match print_status(&run) {
@@ -545,6 +597,14 @@ const STOP_GRACE: Duration = Duration::from_millis(500);
 /// SIGINT or SIGTERM. The handlers are installed by this call, not when the
 /// future is first polled: a signal sent the moment the server says it
 /// listens must stop it gracefully, not kill it outright.
+/// Where a run the command line opens comes from, for its log.
+fn origin(front: &str) -> gantry_core::runlog::Origin {
+    gantry_core::runlog::Origin {
+        front: front.into(),
+        client: None,
+    }
+}
+
 fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;

@@ -36,6 +36,11 @@ pub struct Chain {
     pub(crate) held: Arc<Vec<String>>,
     /// Whether the call was made from inside another (by a [`Caller`]).
     pub(crate) nested: bool,
+    /// The call it was made from, for the run log.
+    pub(crate) parent: Option<u64>,
+    /// Who asked, for the run log: `cell`, `worker w1`, or the tool of
+    /// the call it was made from.
+    pub(crate) by: Option<Arc<str>>,
 }
 
 /// A handle a tool gets from [`ToolContext::caller`](crate::ToolContext::caller)
@@ -105,6 +110,14 @@ impl Caller {
     /// caller: for a background task that outlives that call (a worker).
     pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
+        self
+    }
+
+    /// Says who the nested calls are made for, in the run log (`cell`,
+    /// `worker w1`); by default, the tool of the call this caller came
+    /// from.
+    pub fn on_behalf_of(mut self, who: &str) -> Self {
+        self.chain.by = Some(who.into());
         self
     }
 

@@ -51,6 +51,7 @@ mod pipeline;
 pub mod registry;
 pub mod result;
 pub mod run;
+pub mod runlog;
 pub mod schema;
 pub mod settings;
 pub mod state;

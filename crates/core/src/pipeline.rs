@@ -59,6 +59,22 @@ pub enum CallErrorKind {
     Failed,
 }
 
+impl CallErrorKind {
+    /// The outcome's word in the run log.
+    pub fn word(self) -> &'static str {
+        match self {
+            CallErrorKind::UnknownTool => "unknown",
+            CallErrorKind::Unavailable => "unavailable",
+            CallErrorKind::AboveCap => "above_cap",
+            CallErrorKind::InvalidParams => "invalid",
+            CallErrorKind::Refused => "refused",
+            CallErrorKind::Cancelled => "cancelled",
+            CallErrorKind::InputRequired => "input_required",
+            CallErrorKind::Failed => "failed",
+        }
+    }
+}
+
 /// A call that produced no result; `message` is written for the model and
 /// already carries any pending run notices.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -91,7 +107,49 @@ impl Run {
         // someone's behalf (a worker's, a cell's) leaves them for the next
         // result that reaches it.
         let nested = options.chain.is_some();
-        let outcome = self.run_pipeline(name, args, surface, options).await;
+        let log = self.log().clone();
+        let call = log.next_call();
+        let started = std::time::Instant::now();
+        if log.is_on() {
+            let mut fields = serde_json::json!({
+                "call": call,
+                "tool": name,
+                "args": crate::runlog::redact::loggable(&args),
+                "by": options.chain.as_ref().and_then(|chain| chain.by.as_deref()).unwrap_or("client"),
+            });
+            if let Some(entry) = self.registry().get(name) {
+                fields["tier"] = entry.spec.tier.to_string().into();
+            }
+            if let Some(parent) = options.chain.as_ref().and_then(|chain| chain.parent) {
+                fields["parent"] = parent.into();
+            }
+            log.record("call.start", fields);
+        }
+        let outcome = crate::runlog::within_call(
+            call,
+            log.clone(),
+            self.run_pipeline(name, args, surface, options),
+        )
+        .await;
+        if log.is_on() {
+            let ended = match &outcome {
+                Ok(result) => Ok(result),
+                Err(error) => Err((error.kind.word(), error.message.as_str())),
+            };
+            let mut fields = crate::runlog::call_end_fields(name, started, ended);
+            fields["call"] = call.into();
+            log.record("call.end", fields);
+            if let Ok(ToolResult {
+                background: Some(job),
+                ..
+            }) = &outcome
+            {
+                log.record(
+                    "resource.start",
+                    serde_json::json!({ "resource": format!("job {}", job.handle), "tool": name }),
+                );
+            }
+        }
         match outcome {
             Ok(result) if nested => Ok(result.within_budget()),
             Ok(mut result) => {
@@ -212,10 +270,25 @@ impl Run {
                     surface.approval, spec.tier
                 )));
             };
+            self.log().record(
+                "confirm.ask",
+                serde_json::json!({ "tool": name, "summary": confirmation.summary }),
+            );
             let answer = tokio::select! {
                 answer = tokio::time::timeout(CONFIRM_TIMEOUT, human.confirm(name, &confirmation)) => answer,
                 _ = options.cancel.cancelled() => return Err(fail(CallErrorKind::Cancelled, format!("`{name}` was cancelled"))),
             };
+            let word = match &answer {
+                Ok(Ok(true)) => "yes",
+                Ok(Ok(false)) => "no",
+                Ok(Err(HumanError::InputRequired)) => "pending",
+                Ok(Err(_)) => "unavailable",
+                Err(_) => "timeout",
+            };
+            self.log().record(
+                "confirm.answer",
+                serde_json::json!({ "tool": name, "answer": word }),
+            );
             match answer {
                 Ok(Ok(true)) => {}
                 Ok(Ok(false)) => {
@@ -253,6 +326,8 @@ impl Run {
 
         // Execute, serialised for exclusive tools, raced with cancellation.
         let mut chain = options.chain.unwrap_or_default();
+        chain.parent = crate::runlog::current_call();
+        chain.by = Some(name.into());
         if entry.exclusive.is_some() {
             if chain.held.iter().any(|held| held == name) {
                 return Err(fail(

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use crate::human::Human;
 use crate::lock;
 use crate::registry::{Listing, Registry};
+use crate::runlog::{Origin, RunLog};
 use crate::settings::Settings;
 use crate::tier::{ApprovalMode, Tier};
 use crate::tool::DynTool;
@@ -43,14 +44,18 @@ struct Owned {
     resource: Arc<dyn Resource>,
     typed: Arc<dyn Any + Send + Sync>,
     key: String,
+    /// Started while the run went on, so its start and end are in the run
+    /// log (what a family wires at the start, a table, is not).
+    logged: bool,
 }
 
 impl Owned {
-    fn new<R: Resource>(key: &str, resource: Arc<R>) -> Self {
+    fn new<R: Resource>(key: &str, resource: Arc<R>, logged: bool) -> Self {
         Owned {
             resource: resource.clone(),
             typed: resource,
             key: key.to_string(),
+            logged,
         }
     }
 
@@ -75,16 +80,24 @@ pub type TouchObserver = Arc<dyn Fn(&Run, &std::path::Path) + Send + Sync>;
 /// language server's exit, a worker finishing) holds this, not the run, so
 /// it can report at once without keeping the run alive.
 #[derive(Clone, Default)]
-pub struct Notices(Arc<Mutex<Vec<String>>>);
+pub struct Notices {
+    queue: Arc<Mutex<Vec<String>>>,
+    /// The run's log, once the run has one: every notice is recorded.
+    log: Arc<std::sync::OnceLock<RunLog>>,
+}
 
 impl Notices {
     /// Queues a notice for the model, appended once to the next result.
     pub fn push(&self, notice: impl Into<String>) {
-        lock(&self.0).push(notice.into());
+        let notice = notice.into();
+        if let Some(log) = self.log.get() {
+            log.record("notice", serde_json::json!({ "text": notice }));
+        }
+        lock(&self.queue).push(notice);
     }
 
     fn drain(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.0))
+        std::mem::take(&mut *lock(&self.queue))
     }
 }
 
@@ -140,6 +153,7 @@ pub(crate) struct RunInner {
     pub(crate) write_lock: Arc<tokio::sync::Mutex<()>>,
     pub(crate) write_hooks: WriteHooks,
     touch_observers: Vec<TouchObserver>,
+    pub(crate) log: RunLog,
 }
 
 impl Drop for RunInner {
@@ -149,8 +163,15 @@ impl Drop for RunInner {
     fn drop(&mut self) {
         let resources = std::mem::take(self.resources.get_mut().unwrap_or_else(|p| p.into_inner()));
         for owned in resources.into_iter().rev() {
+            if owned.logged {
+                self.log.record(
+                    "resource.end",
+                    serde_json::json!({ "resource": owned.resource.name(), "detail": "killed as the run ended" }),
+                );
+            }
             owned.resource.kill_now();
         }
+        self.log.end("the run was dropped");
     }
 }
 
@@ -184,6 +205,7 @@ impl Run {
             touch_observers: Vec::new(),
             notices: Notices::default(),
             on_build: Vec::new(),
+            log: None,
         }
     }
 
@@ -272,7 +294,17 @@ impl Run {
 
     /// Adds a resource under `key`, one of several of its type.
     pub fn own_keyed<R: Resource>(&self, key: &str, resource: Arc<R>) {
-        lock(&self.inner.resources).push(Owned::new(key, resource));
+        self.inner.log.record(
+            "resource.start",
+            serde_json::json!({ "resource": resource.name() }),
+        );
+        lock(&self.inner.resources).push(Owned::new(key, resource, true));
+    }
+
+    /// The run's log (families record what only they see: a worker's
+    /// turn, a job's end, a sandbox refusal).
+    pub fn log(&self) -> &RunLog {
+        &self.inner.log
     }
 
     /// The first owned resource of type `R`, whatever its key.
@@ -323,15 +355,24 @@ impl Run {
     /// fresh one); whether it was owned. The caller ends it if need be.
     pub fn release<R: Resource>(&self, resource: &Arc<R>) -> bool {
         let mut resources = lock(&self.inner.resources);
-        let before = resources.len();
+        let mut released = false;
         resources.retain(|owned| {
-            !owned
+            let this = owned
                 .typed
                 .clone()
                 .downcast::<R>()
-                .is_ok_and(|typed| Arc::ptr_eq(&typed, resource))
+                .is_ok_and(|typed| Arc::ptr_eq(&typed, resource));
+            released |= this && owned.logged;
+            !this
         });
-        resources.len() != before
+        drop(resources);
+        if released {
+            self.inner.log.record(
+                "resource.end",
+                serde_json::json!({ "resource": resource.name() }),
+            );
+        }
+        released
     }
 
     /// Status lines of every live resource.
@@ -356,25 +397,29 @@ impl Run {
     /// at once, so nothing outlives an impatient shutdown.
     pub async fn shutdown(&self) {
         /// Resources still to end; killed if the shutdown is dropped.
-        struct Pending(Vec<Arc<dyn Resource>>);
+        struct Pending(Vec<Owned>);
         impl Drop for Pending {
             fn drop(&mut self) {
-                for resource in self.0.drain(..).rev() {
-                    resource.kill_now();
+                for owned in self.0.drain(..).rev() {
+                    owned.resource.kill_now();
                 }
             }
         }
-        let mut pending = Pending(
-            std::mem::take(&mut *lock(&self.inner.resources))
-                .into_iter()
-                .map(|owned| owned.resource)
-                .collect(),
-        );
-        while let Some(resource) = pending.0.last().cloned() {
+        let mut pending = Pending(std::mem::take(&mut *lock(&self.inner.resources)));
+        while let Some(owned) = pending.0.last() {
+            let (resource, logged) = (owned.resource.clone(), owned.logged);
             tracing::debug!(resource = %resource.name(), "shutting down");
             resource.shutdown().await;
+            if logged {
+                self.inner.log.record(
+                    "resource.end",
+                    serde_json::json!({ "resource": resource.name() }),
+                );
+            }
             pending.0.pop();
         }
+        let log = self.inner.log.clone();
+        let _ = tokio::task::spawn_blocking(move || log.end("shut down")).await;
     }
 }
 
@@ -405,9 +450,17 @@ pub struct RunBuilder {
     touch_observers: Vec<TouchObserver>,
     notices: Notices,
     on_build: Vec<BuildHook>,
+    log: Option<(RunLog, Origin)>,
 }
 
 impl RunBuilder {
+    /// Records the run in `log`, which starts with where the run came
+    /// from; without it the run keeps no log (the families' own tests).
+    pub fn log(mut self, log: RunLog, origin: Origin) -> Self {
+        self.log = Some((log, origin));
+        self
+    }
+
     /// The merged settings the run's families read.
     pub fn settings(mut self, settings: Settings) -> Self {
         self.settings = settings;
@@ -472,7 +525,7 @@ impl RunBuilder {
 
     /// A resource the run owns from the start.
     pub fn resource<R: Resource>(mut self, resource: Arc<R>) -> Self {
-        self.resources.push(Owned::new("", resource));
+        self.resources.push(Owned::new("", resource, false));
         self
     }
 
@@ -513,6 +566,24 @@ impl RunBuilder {
     /// the order added.
     pub fn build(self) -> Run {
         let hooks = self.on_build;
+        let log = match self.log {
+            Some((log, origin)) => {
+                log.record(
+                    "run.start",
+                    serde_json::json!({
+                        "front": origin.front,
+                        "client": origin.client.map(|(name, version)| serde_json::json!({ "name": name, "version": version })),
+                        "workspace": self.workspace.root().display().to_string(),
+                        "surface": { "cap": self.surface.cap.to_string(), "approval": self.surface.approval.to_string() },
+                        "pid": std::process::id(),
+                        "version": env!("CARGO_PKG_VERSION"),
+                    }),
+                );
+                let _ = self.notices.log.set(log.clone());
+                log
+            }
+            None => RunLog::default(),
+        };
         let run = Run {
             inner: Arc::new(RunInner {
                 workspace: self.workspace,
@@ -528,6 +599,7 @@ impl RunBuilder {
                 write_lock: Arc::default(),
                 write_hooks: self.write_hooks,
                 touch_observers: self.touch_observers,
+                log,
             }),
         };
         for hook in hooks {

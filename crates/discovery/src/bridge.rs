@@ -202,6 +202,16 @@ impl Bridge {
         }
         for (alias, now_up) in &up {
             let was_up = published.up.get(alias).copied().unwrap_or(false);
+            if was_up != *now_up {
+                let (kind, detail) = match now_up {
+                    true => ("resource.start", None),
+                    false => ("resource.end", down_reasons.get(alias)),
+                };
+                run.log().record(
+                    kind,
+                    serde_json::json!({ "resource": format!("server {alias}"), "detail": detail }),
+                );
+            }
             match (was_up, now_up, down_reasons.get(alias)) {
                 (true, false, Some(line)) => self
                     .notices

@@ -266,7 +266,7 @@ impl Kernel {
         if let Err(e) = self.send(&ToKernel::Exec { code }).await {
             return self.died_now(&e, transcript).await;
         }
-        let caller = ctx.caller();
+        let caller = ctx.caller().on_behalf_of("cell");
         let started = Instant::now();
         let mut deadline = started + budget;
         let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);

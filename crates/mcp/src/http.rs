@@ -81,7 +81,7 @@ pub async fn serve_http(factory: RunFactory, options: HttpOptions) -> anyhow::Re
         }
     };
     let stateless = StatelessRuns::new(options.idle);
-    let shared = Arc::new(Shared::new(factory).with_stateless_runs(stateless.clone()));
+    let shared = Arc::new(Shared::new(factory, "mcp http").with_stateless_runs(stateless.clone()));
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(options.cancel.clone())
         .with_allowed_origins(

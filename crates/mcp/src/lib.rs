@@ -43,7 +43,7 @@ pub async fn serve_streams(
     input: impl AsyncRead + Send + Unpin + 'static,
     output: impl AsyncWrite + Send + Unpin + 'static,
 ) -> anyhow::Result<()> {
-    let shared = Arc::new(server::Shared::new(factory));
+    let shared = Arc::new(server::Shared::new(factory, "mcp stdio"));
     let server = GantryServer::new(shared);
     let run = server.run_cell();
     let service = server

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gantry_core::lock;
+use gantry_core::runlog::Origin;
 use gantry_core::{
     CallErrorKind, CallOptions, Human, Listing, Part, Progress, ProgressSink, Run, Tier, ToolResult,
 };
@@ -24,10 +25,11 @@ use tokio::sync::OnceCell;
 use crate::human::{PeerHuman, RetryHuman};
 
 /// Builds the run for a new MCP session (asynchronously: a family may start
-/// a process while it is wired). The argument is the person behind the
-/// client when one can be asked; tools that ask a person are wired only
-/// then.
-pub type RunFactory = Arc<dyn Fn(Option<Arc<dyn Human>>) -> RunFuture + Send + Sync + 'static>;
+/// a process while it is wired). The arguments are the person behind the
+/// client when one can be asked (tools that ask a person are wired only
+/// then), and where the run comes from, for its log.
+pub type RunFactory =
+    Arc<dyn Fn(Option<Arc<dyn Human>>, Origin) -> RunFuture + Send + Sync + 'static>;
 
 /// The run a [`RunFactory`] is building.
 pub type RunFuture =
@@ -36,6 +38,8 @@ pub type RunFuture =
 /// What every session of one server shares.
 pub(crate) struct Shared {
     pub(crate) factory: RunFactory,
+    /// The front end's name in the run log (`mcp stdio`, `mcp http`).
+    pub(crate) front: &'static str,
     /// The instructions of the first run built, for the server info
     /// (every run of a server reads the same memory files).
     pub(crate) instructions: std::sync::OnceLock<String>,
@@ -160,9 +164,10 @@ fn per_request_only() -> gantry_core::HumanError {
 }
 
 impl Shared {
-    pub(crate) fn new(factory: RunFactory) -> Self {
+    pub(crate) fn new(factory: RunFactory, front: &'static str) -> Self {
         Shared {
             factory,
+            front,
             instructions: std::sync::OnceLock::new(),
             codec: RequestStateCodec::try_new(random_key())
                 .expect("a 32-byte key meets the minimum length"),
@@ -236,7 +241,16 @@ impl GantryServer {
         modern: bool,
     ) -> Result<Run, McpError> {
         let start = |human: Option<Arc<dyn Human>>| async move {
-            let run = (self.shared.factory)(human).await.map_err(|e| {
+            let origin = Origin {
+                front: self.shared.front.to_string(),
+                client: context.peer.peer_info().map(|info| {
+                    (
+                        info.client_info.name.clone(),
+                        info.client_info.version.clone(),
+                    )
+                }),
+            };
+            let run = (self.shared.factory)(human, origin).await.map_err(|e| {
                 McpError::internal_error(format!("cannot start the run: {e:#}"), None)
             })?;
             let _ = self.shared.instructions.set(run.instructions());

@@ -94,7 +94,7 @@ async fn connect(
 ) {
     let ws = gantry_core::testing::workspace_with::<&str>(&[]);
     let root = ws.path().to_path_buf();
-    let factory: gantry_mcp::RunFactory = Arc::new(move |_human| {
+    let factory: gantry_mcp::RunFactory = Arc::new(move |_human, _origin| {
         let root = root.clone();
         Box::pin(async move {
             let builder = Run::builder(Workspace::new(&root)?);

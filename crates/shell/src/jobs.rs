@@ -92,6 +92,10 @@ impl Jobs {
             if let Some(status) = status {
                 let status = status.map_err(|e| format!("cannot collect the job's status: {e}"))?;
                 job.finished = Some((status, job.started.elapsed()));
+                gantry_core::runlog::record_in_call(
+                    "resource.end",
+                    serde_json::json!({ "resource": format!("job {handle}"), "detail": describe_status(status) }),
+                );
                 // The last of its output, for this report; a process that
                 // left its group may hold the pipe (without a reaper), and
                 // what it writes later comes with later polls.

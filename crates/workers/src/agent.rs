@@ -47,6 +47,8 @@ pub struct Agent {
     /// Background jobs its calls started (`is_background`), as the tool
     /// and the handle it returned, stopped when the worker is killed.
     pub background: Mutex<Vec<(String, String)>>,
+    /// The worker's id in the run log (`w1`), given by the pool.
+    pub worker: String,
 }
 
 /// How long stopping one background job may take.
@@ -65,12 +67,21 @@ impl Agent {
         messages: &mut Vec<Value>,
         observer: &Arc<dyn Observer>,
     ) -> Result<Ending, String> {
-        for _ in 0..self.max_turns {
+        for turn in 1..=self.max_turns {
             observer.requesting();
             let reply = self.client.complete(messages, &self.tools).await?;
             if let Some(usage) = reply.usage {
                 observer.used(usage);
             }
+            self.run.log().record(
+                "worker.turn",
+                json!({
+                    "worker": self.worker,
+                    "turn": turn,
+                    "text": gantry_core::runlog::redact::cut(&reply.content, gantry_core::runlog::redact::TEXT_CAP),
+                    "tools": reply.tool_calls.iter().map(|call| call.name.as_str()).collect::<Vec<_>>(),
+                }),
+            );
             messages.push(reply.message());
             if reply.tool_calls.is_empty() {
                 return Ok(Ending::Answered(reply.content));

@@ -156,6 +156,10 @@ impl Worker {
             record.ended = None;
         }
         self.changed.send_modify(|version| *version += 1);
+        self.agent.run.log().record(
+            "resource.start",
+            json!({ "resource": format!("worker {}", self.id), "detail": self.label }),
+        );
         let worker = self.clone();
         let task = tokio::spawn(async move {
             let observer: Arc<dyn Observer> = worker.clone();
@@ -165,6 +169,10 @@ impl Worker {
                 outcome = worker.agent.run(&mut messages, &observer) => Some(outcome),
             };
             worker.settle(outcome, messages);
+            worker.agent.run.log().record(
+                "resource.end",
+                json!({ "resource": format!("worker {}", worker.id), "detail": lock(&worker.record).status.word() }),
+            );
         });
         *lock(&self.task) = Some(task);
         Ok(())
@@ -318,11 +326,20 @@ impl Pool {
         }
         let id = format!("w{}", self.next.fetch_add(1, Ordering::Relaxed));
         let now = Instant::now();
+        let agent = Agent {
+            caller: spawn
+                .agent
+                .caller
+                .clone()
+                .on_behalf_of(&format!("worker {id}")),
+            worker: id.clone(),
+            ..spawn.agent
+        };
         let worker = Arc::new(Worker {
             id,
             label: spawn.label,
             tier: spawn.tier,
-            model: spawn.agent.client.model().to_string(),
+            model: agent.client.model().to_string(),
             record: Mutex::new(Record {
                 status: Status::Done,
                 last_result: None,
@@ -339,7 +356,7 @@ impl Pool {
             changed: watch::channel(0).0,
             cancel: spawn.cancel,
             task: Mutex::new(None),
-            agent: spawn.agent,
+            agent,
             notices: self.notices.clone(),
         });
         worker.start(spawn.brief)?;

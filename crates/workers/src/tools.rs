@@ -181,6 +181,7 @@ impl Tool for Spawner {
                     max_turns: config.max_turns,
                     run: ctx.run.clone(),
                     background: Default::default(),
+                    worker: String::new(),
                 },
             })
             .map_err(ToolError::Failed)?;

@@ -227,6 +227,16 @@ impl Run {
             hook.before_write(self, &changes).await;
         }
         let workspace = self.workspace().clone();
+        // What each file held, for the run log's diffs.
+        let befores: Vec<Option<Vec<u8>>> = if self.log().is_on() {
+            changes
+                .changes()
+                .iter()
+                .map(|change| change.before().map(<[u8]>::to_vec))
+                .collect()
+        } else {
+            Vec::new()
+        };
         // The guard travels with the blocking work, so a caller that gives
         // up while the disk is busy does not let the next write start
         // before this one has finished.
@@ -247,6 +257,20 @@ impl Run {
             changes: outcome.changes,
             notes: outcome.notes,
         };
+        for (change, before) in applied.changes.iter().zip(befores) {
+            let action = match change.kind {
+                ChangeKind::Created => "create",
+                ChangeKind::Modified => "modify",
+                ChangeKind::Deleted => "delete",
+                ChangeKind::Renamed { .. } => "rename",
+            };
+            self.log().file(crate::runlog::FileChange {
+                path: change.display.clone(),
+                action,
+                before,
+                after: change.content.clone(),
+            });
+        }
         for hook in &self.inner.write_hooks {
             if let Some(note) = hook.after_write(self, &applied).await {
                 applied.notes.push(note);

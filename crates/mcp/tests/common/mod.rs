@@ -45,7 +45,7 @@ const ECHO_FAMILY: PlainFamily = PlainFamily::new("echo", |builder: RunBuilder| 
 
 /// A factory of runs on `root` holding `echo`, as the front ends are given.
 pub fn factory(root: std::path::PathBuf) -> gantry_mcp::RunFactory {
-    Arc::new(move |_human| {
+    Arc::new(move |_human, _origin| {
         let root = root.clone();
         Box::pin(async move {
             let builder = Run::builder(Workspace::new(&root)?);

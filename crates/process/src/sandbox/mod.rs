@@ -822,7 +822,12 @@ impl Sandbox {
         if !self.confines() {
             return None;
         }
-        explain::explain(self, output)
+        let explained = explain::explain(self, output)?;
+        gantry_core::runlog::record_in_call(
+            "sandbox.refused",
+            serde_json::json!({ "what": "file", "detail": explained }),
+        );
+        Some(explained)
     }
 
     /// Lines for `gantry status`: the mode and what it allows, or why
@@ -1004,6 +1009,12 @@ impl Sandbox {
         if refused.is_empty() {
             return None;
         }
+        for destination in refused {
+            gantry_core::runlog::record_in_call(
+                "sandbox.refused",
+                serde_json::json!({ "what": "network", "detail": format!("a connection to {destination}"), "host": destination }),
+            );
+        }
         Some(format!(
             "[sandbox] The network policy refused the command's connection to {}. Commands \
              reach only the hosts in `{SETTINGS_KEY}.network.allow`: ask the user to add the \
@@ -1075,10 +1086,13 @@ impl Sandbox {
         match &self.inner.state {
             State::Confined(prepared) => Ok(Some(prepared)),
             State::Unconfined(_) => Ok(None),
-            State::Refused(why) => Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                Refusal(why.clone()),
-            )),
+            State::Refused(why) => Err({
+                gantry_core::runlog::record_in_call(
+                    "sandbox.refused",
+                    serde_json::json!({ "what": "spawn", "detail": why }),
+                );
+                std::io::Error::new(std::io::ErrorKind::PermissionDenied, Refusal(why.clone()))
+            }),
         }
     }
 }
