@@ -9,6 +9,7 @@
 #   GANTRY_SKIP_DAP=1          the tests that drive real debug adapters
 #   GANTRY_SKIP_SANDBOX=1      the tests that need the kernel's Landlock (ABI 4)
 #   GANTRY_SKIP_GEMINI=1       the test that drives Gemini CLI over HTTP
+#   GANTRY_SKIP_BROWSER=1      the test of `gantry view` in headless Chromium
 #   GANTRY_SKIP_DIST=1         the install artifacts (scripts/test-dist.sh:
 #                              a release build, ~10 min on 2 cores)
 set -euo pipefail
@@ -24,6 +25,8 @@ skipped=()
   skipped+=("GANTRY_SKIP_CONFORMANCE=1: the MCP conformance suite (tests/e2e/test_conformance.py)")
 [ "${GANTRY_SKIP_GEMINI:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_GEMINI=1: Gemini CLI driving gantry mcp --http (tests/e2e/test_gemini_cli.py)")
+[ "${GANTRY_SKIP_BROWSER:-}" = 1 ] &&
+  skipped+=("GANTRY_SKIP_BROWSER=1: gantry view's page in headless Chromium (tests/e2e/test_view.py)")
 [ "${GANTRY_SKIP_DIST:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_DIST=1: the install artifacts built and installed (scripts/test-dist.sh)")
 [ "${GANTRY_SKIP_SANDBOX:-}" = 1 ] &&
@@ -67,6 +70,11 @@ fi
 if [ "${GANTRY_SKIP_GEMINI:-}" != 1 ]; then
   GANTRY_GEMINI_BIN="$(scripts/install-gemini-cli.sh)"
   export GANTRY_GEMINI_BIN
+fi
+# Chromium and playwright-core, for gantry view's page.
+if [ "${GANTRY_SKIP_BROWSER:-}" != 1 ]; then
+  GANTRY_BROWSER_DIR="$(scripts/install-browser.sh)"
+  export GANTRY_BROWSER_DIR
 fi
 
 # --- the suite -----------------------------------------------------------------

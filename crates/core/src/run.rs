@@ -35,6 +35,12 @@ pub trait Resource: Send + Sync + 'static {
     fn status(&self) -> String {
         self.name()
     }
+
+    /// Whether its start and end go in the run log: yes for what runs
+    /// (a process, a session), no for the run's own machinery.
+    fn in_run_log(&self) -> bool {
+        true
+    }
 }
 
 /// A resource the run owns, kept both as itself (to end it) and as its
@@ -294,11 +300,14 @@ impl Run {
 
     /// Adds a resource under `key`, one of several of its type.
     pub fn own_keyed<R: Resource>(&self, key: &str, resource: Arc<R>) {
-        self.inner.log.record(
-            "resource.start",
-            serde_json::json!({ "resource": resource.name() }),
-        );
-        lock(&self.inner.resources).push(Owned::new(key, resource, true));
+        let logged = resource.in_run_log();
+        if logged {
+            self.inner.log.record(
+                "resource.start",
+                serde_json::json!({ "resource": resource.name() }),
+            );
+        }
+        lock(&self.inner.resources).push(Owned::new(key, resource, logged));
     }
 
     /// The run's log (families record what only they see: a worker's

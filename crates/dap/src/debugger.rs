@@ -139,6 +139,10 @@ impl Debugger {
             notices: self.notices.clone(),
         })
         .await?;
+        gantry_core::runlog::record_in_call(
+            "resource.start",
+            serde_json::json!({ "resource": "debug session", "detail": adapter.name() }),
+        );
         *lock(&self.session) = Some(session.clone());
         Ok((session, placed))
     }

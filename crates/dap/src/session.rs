@@ -541,6 +541,10 @@ impl Session {
             if ended.is_some() {
                 return;
             }
+            gantry_core::runlog::record_in_call(
+                "resource.end",
+                json!({ "resource": "debug session", "detail": why }),
+            );
             *ended = Some(why);
         }
         if self.transport.closed().is_none() {

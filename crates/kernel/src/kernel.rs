@@ -63,7 +63,24 @@ pub enum Ended {
     Died(String),
 }
 
+impl Drop for Kernel {
+    /// Its end, in the run log of the call that ends it (a reset, a death
+    /// seen, a kill after a cancelled cell); one ended with the run is
+    /// ended with the run's record.
+    fn drop(&mut self) {
+        gantry_core::runlog::record_in_call(
+            "resource.end",
+            serde_json::json!({ "resource": self.resource_name() }),
+        );
+    }
+}
+
 impl Kernel {
+    /// How the run log names it.
+    pub(crate) fn resource_name(&self) -> String {
+        format!("kernel {}", self.language.name())
+    }
+
     /// Starts `interpreter` running the driver of `language` in `dir`,
     /// in `sandbox` with the environment its policy allows, and waits for
     /// its hello.

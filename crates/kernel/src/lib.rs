@@ -365,7 +365,12 @@ async fn start(language: Language, run: &Run) -> Result<Kernel, String> {
         Some(environment) => sandbox.also_writable(environment),
         None => sandbox,
     };
-    Kernel::start(language, &interpreter, &root, &sandbox).await
+    let kernel = Kernel::start(language, &interpreter, &root, &sandbox).await?;
+    gantry_core::runlog::record_in_call(
+        "resource.start",
+        serde_json::json!({ "resource": kernel.resource_name(), "detail": kernel.shown }),
+    );
+    Ok(kernel)
 }
 
 /// A cell's hold on its kernel. Dropped before the cell ended (the call

@@ -229,7 +229,7 @@ fn send_loop(config: Config, receiver: Receiver<Message>) {
         for (name, value) in &config.headers {
             request = request.header(name.as_str(), value.as_str());
         }
-        match runtime.block_on(request.send()) {
+        match runtime.block_on(async { request.send().await }) {
             Ok(response) if response.status().is_success() => {}
             Ok(response) => tracing::warn!("OTLP export to {}: {}", config.url, response.status()),
             Err(error) => tracing::warn!("OTLP export to {}: {error}", config.url),

@@ -96,17 +96,17 @@ pub struct AnyValue {
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum Value {
     #[prost(string, tag = "1")]
-    StringValue(String),
+    Text(String),
     #[prost(int64, tag = "3")]
-    IntValue(i64),
+    Int(i64),
     #[prost(double, tag = "4")]
-    DoubleValue(f64),
+    Double(f64),
 }
 
 impl KeyValue {
     /// A string attribute.
     pub fn text(key: &str, value: impl Into<String>) -> Self {
-        KeyValue::of(key, Value::StringValue(value.into()))
+        KeyValue::of(key, Value::Text(value.into()))
     }
 
     /// An attribute of any kind Gantry sends.
@@ -127,9 +127,9 @@ pub fn to_json(request: &ExportTraceServiceRequest) -> serde_json::Value {
             .iter()
             .map(|kv| {
                 let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                    Some(Value::StringValue(s)) => json!({ "stringValue": s }),
-                    Some(Value::IntValue(i)) => json!({ "intValue": i.to_string() }),
-                    Some(Value::DoubleValue(d)) => json!({ "doubleValue": d }),
+                    Some(Value::Text(s)) => json!({ "stringValue": s }),
+                    Some(Value::Int(i)) => json!({ "intValue": i.to_string() }),
+                    Some(Value::Double(d)) => json!({ "doubleValue": d }),
                     None => json!({}),
                 };
                 json!({ "key": kv.key, "value": value })

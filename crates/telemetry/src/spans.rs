@@ -78,12 +78,12 @@ impl Spans {
                     KeyValue::text("gen_ai.operation.name", "execute_tool"),
                     KeyValue::text("gen_ai.tool.name", open.tool.as_str()),
                     KeyValue::text("gantry.run", run.as_str()),
-                    KeyValue::of("gantry.call", Attr::IntValue(call as i64)),
+                    KeyValue::of("gantry.call", Attr::Int(call as i64)),
                     KeyValue::text("gantry.by", open.by),
                     KeyValue::text("gantry.outcome", outcome),
                 ];
                 if let Some(ms) = record.get("ms").and_then(Value::as_f64) {
-                    attributes.push(KeyValue::of("gantry.duration_ms", Attr::DoubleValue(ms)));
+                    attributes.push(KeyValue::of("gantry.duration_ms", Attr::Double(ms)));
                 }
                 if let Some(tier) = open.tier {
                     attributes.push(KeyValue::text("gantry.tier", tier));
@@ -132,7 +132,7 @@ impl Spans {
                         KeyValue::text("gantry.run", run.as_str()),
                         KeyValue::of(
                             "gantry.calls",
-                            Attr::IntValue(
+                            Attr::Int(
                                 record.get("calls").and_then(Value::as_i64).unwrap_or(0),
                             ),
                         ),

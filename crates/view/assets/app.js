@@ -729,11 +729,17 @@ function drawWorkers(m) {
   return el('section', { class: 'section', testid: 'workers' },
     workers.length
       ? workers.map(([id, entries]) => el('div', { class: 'worker', testid: 'worker', data: { worker: id } },
-        el('h3', {}, `worker ${id}`, m.resources.has(`worker ${id}`) ? el('span', { class: 'badge' }, 'running') : null),
+        el('h3', {}, `worker ${id}`, workerBadge(m, id)),
         entries.map((entry) => (entry.turn
           ? el('div', { class: 'row turn-row' }, el('time', { class: 'muted when' }, clock(entry.turn.time)), workerTurn(entry.turn))
           : callNode(entry.call, 'worker-call').details))))
       : el('p', { class: 'empty' }, 'No workers in this run.'));
+}
+
+// A worker is a resource ("worker w1"): running while started and not ended.
+function workerBadge(m, id) {
+  if (!m.resources.has(`worker ${id}`)) return null;
+  return el('span', { class: 'badge' }, runStateOf(m) === 'running' ? 'running' : 'never ended');
 }
 
 function drawFiles(m) {
@@ -755,6 +761,11 @@ async function init() {
   }
   const wanted = new URLSearchParams(location.hash.slice(1)).get('run');
   connect();
+  // A killed run ends without a record, so without an event: while the list
+  // shows a run as running, it is re-read now and then.
+  setInterval(() => {
+    if (state.runs.some((run) => run.state === 'running')) loadRuns();
+  }, 10000);
   await loadRuns();
   // The run named in the address (a reload), else the newest.
   const first = (wanted && summaryOf(wanted)) ? wanted : state.runs[0]?.id;

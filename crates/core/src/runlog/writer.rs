@@ -98,8 +98,27 @@ pub(super) fn start(
     writer.prune();
     std::thread::Builder::new()
         .name("gantry-runlog".into())
-        .spawn(move || writer.serve(receiver))?;
+        .spawn(move || {
+            yield_to_calls();
+            writer.serve(receiver)
+        })?;
     Ok((id, sender))
+}
+
+/// Makes the calling thread (the log's) a batch thread: woken by a
+/// record, it does not preempt the thread serving a call, and runs when
+/// that one waits or on another core, so a call does not wait for its own
+/// record to be written. It keeps its fair share of a busy machine.
+fn yield_to_calls() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid pointer.
+    let set = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+    if set != 0 {
+        tracing::debug!(
+            "the run log's thread keeps the normal policy: {}",
+            io::Error::last_os_error()
+        );
+    }
 }
 
 /// `O_CLOEXEC`: no child inherits the lock (it would keep a killed run

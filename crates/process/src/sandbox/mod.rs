@@ -1207,6 +1207,10 @@ impl Resource for RunSandbox {
 
     fn kill_now(&self) {}
 
+    fn in_run_log(&self) -> bool {
+        false
+    }
+
     /// The mode, and in the proxy mode the hosts reached and refused so
     /// far in the run.
     fn status(&self) -> String {
