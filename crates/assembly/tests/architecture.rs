@@ -127,7 +127,7 @@ const FAMILIES: [&str; 12] = [
 /// What families may build on besides the core: the one place children
 /// are spawned, and the one HTTP client setup.
 const SUPPORT: [&str; 2] = ["gantry-process", "gantry-http"];
-const FRONT_ENDS: [&str; 2] = ["mcp", "cli"];
+const FRONT_ENDS: [&str; 3] = ["mcp", "cli", "view"];
 
 #[test]
 fn the_core_names_no_tool() {
@@ -190,9 +190,12 @@ const WRITES: [&str; 7] = [
 ];
 
 /// Writes that never touch a workspace file, each with why.
-const NOT_THE_WORKSPACE: [(&str, &str); 5] = [
+const NOT_THE_WORKSPACE: [(&str, &str); 7] = [
     // Gantry's own files about a workspace, in the state directory.
     ("core/src/state.rs", "the state directory"),
+    // The run logs, in the state directory's `runs` folder.
+    ("core/src/runlog/writer.rs", "the run logs"),
+    ("core/src/runlog/read.rs", "the run logs"),
     // The journal and its beacon live in the state directory.
     ("core/src/write/journal.rs", "the state directory"),
     // --log-file, where the person asked for logs.
