@@ -69,6 +69,8 @@ pub fn loggable(value: &Value) -> Value {
 /// values of this process's secret-named environment variables.
 pub struct Scrubber {
     patterns: Regex,
+    /// `password=…`, `"api_key": "…"`: the name kept, the value not.
+    assignments: Regex,
     values: Vec<String>,
 }
 
@@ -92,12 +94,24 @@ impl Scrubber {
             r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$))",
         ))
         .expect("a valid pattern");
-        Scrubber { patterns, values }
+        let assignments = Regex::new(
+            r#"(?i)\b((?:[a-z0-9]+[_-])*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)["']?\s*[:=]\s*["']?)[^\s"',;&]{4,}"#,
+        )
+        .expect("a valid pattern");
+        Scrubber {
+            patterns,
+            assignments,
+            values,
+        }
     }
 
     /// `text` with every secret replaced by [`SECRET`].
     pub fn text(&self, text: &str) -> String {
-        let mut text = self.patterns.replace_all(text, SECRET).into_owned();
+        let text = self.patterns.replace_all(text, SECRET);
+        let mut text = self
+            .assignments
+            .replace_all(&text, format!("${{1}}{SECRET}").as_str())
+            .into_owned();
         for value in &self.values {
             if text.contains(value.as_str()) {
                 text = text.replace(value.as_str(), SECRET);
@@ -140,7 +154,7 @@ mod tests {
         let scrubber = Scrubber::with_values(vec!["hunter2-but-longer".into()]);
         let text = scrubber.text(
             "key sk-abcdefghijklmnopqrstuv and ghp_abcdefghijklmnopqrstuvwxyz012345 \
-             Authorization: Bearer abcdefghijklmnopqrstuvwx password=hunter2-but-longer\n\
+             Authorization: Bearer abcdefghijklmnopqrstuvwx value=hunter2-but-longer\n\
              -----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\nafter",
         );
         for secret in [
@@ -154,6 +168,8 @@ mod tests {
         }
         assert!(text.starts_with("key [secret] and [secret]"), "{text}");
         assert!(text.ends_with("\nafter"), "{text}");
+        let assigned = scrubber.text(r#"DB_PASSWORD=swordfish "api_key": "k-123456" token: abcd1234"#);
+        assert_eq!(assigned, r#"DB_PASSWORD=[secret] "api_key": "[secret]" token: [secret]"#);
     }
 
     #[test]
