@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -112,6 +113,10 @@ async def test_a_run_logs_its_write_refusals_confirmation_and_worker_turn_in_ord
             assert declined.is_error
             refused = await session.call_tool("shell", {"command": "touch /usr/gantry-refused-here"})
             assert "[sandbox]" in text_of(refused), text_of(refused)
+            # A confined command reads no run's log, this one's included.
+            runs = workspace.parent / "state" / "runs"
+            peek = await session.call_tool("shell", {"command": f"cat {runs}/*.jsonl | head -c 200; ls {runs}"})
+            assert "run.start" not in text_of(peek), text_of(peek)
             spawned = await session.call_tool("vibe_spawn", {"brief": "Summarise the README.", "label": "reader"})
             assert not spawned.is_error, text_of(spawned)
             waited = await session.call_tool("vibe_wait", {"worker_id": "w1", "timeout_seconds": 60})
@@ -151,7 +156,7 @@ async def test_a_run_logs_its_write_refusals_confirmation_and_worker_turn_in_ord
     assert kinds.index("worker.turn") < kinds.index("run.end")
     # In time order: each call's start before its end, the calls in the order made.
     tools = [r["tool"] for r in log if r["kind"] == "call.start" and r["by"] == "client"]
-    assert tools == ["write_file", "write_file", "shell", "vibe_spawn", "vibe_wait"], tools
+    assert tools == ["write_file", "write_file", "shell", "shell", "vibe_spawn", "vibe_wait"], tools
 
     printed = gantry_log(workspace, "--run", "last")
     assert "create made.txt" in printed and "sandbox refused file" in printed, printed
@@ -268,3 +273,73 @@ async def test_each_call_is_a_span_of_the_run_trace_sent_to_an_otlp_receiver(wor
     assert attributes[nested[0].span_id]["gantry.by"].string_value == "cell"
     assert all("gen_ai.tool.call.arguments" not in a for a in attributes.values())
     assert all(s.end_time_unix_nano >= s.start_time_unix_nano > 0 for s in calls)
+
+
+class Lines:
+    """A child's pipe read line by line on a thread, so a wait for the next
+    line is bounded rather than able to hang the suite."""
+
+    def __init__(self, stream):
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(line) for line in iter(stream.readline, "")] + [self.lines.put("")], daemon=True).start()
+
+    def next(self, seconds: float = 30) -> str:
+        try:
+            return self.lines.get(timeout=seconds)
+        except queue.Empty:
+            raise AssertionError(f"no line within {seconds} s") from None
+
+
+def test_gantry_log_follow_prints_a_new_runs_records_as_they_are_written(workspace: Path):
+    env = env_for(workspace.parent)
+    follow = subprocess.Popen(
+        [gantry_bin(), "log", "--follow", "--json"], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        # The follower watches the folder before it says there is nothing yet.
+        out, err = Lines(follow.stdout), Lines(follow.stderr)
+        assert "following the runs" in err.next()
+        called = subprocess.run(
+            [gantry_bin(), "call", "--root", str(workspace), "read_file", json.dumps({"path": "README.md"})],
+            env=env, capture_output=True, text=True, timeout=60,
+        )
+        assert called.returncode == 0, called.stderr
+        seen = []
+        while not seen or seen[-1]["kind"] != "run.end":
+            line = out.next()
+            assert line, "gantry log --follow ended"
+            seen.append(json.loads(line))
+        assert [r["kind"] for r in seen][:2] == ["run.start", "call.start"], seen
+        assert seen[0]["front"] == "call" and seen[1]["tool"] == "read_file"
+        assert seen[1]["args"] == {"path": "README.md"}
+    finally:
+        follow.kill()
+        follow.wait()
+
+
+def test_a_checkout_cannot_turn_off_the_log_of_what_runs_in_it(workspace: Path):
+    (workspace / ".gantry").mkdir()
+    (workspace / ".gantry" / "settings.json").write_text(json.dumps({"log": {"enabled": False}}))
+    called = subprocess.run(
+        [gantry_bin(), "call", "--root", str(workspace), "read_file", json.dumps({"path": "README.md"})],
+        env=env_for(workspace.parent), capture_output=True, text=True, timeout=60,
+    )
+    assert called.returncode == 0, called.stderr
+    kinds = [r["kind"] for r in records(workspace)]
+    assert kinds[:2] == ["run.start", "call.start"] and kinds[-1] == "run.end", kinds
+
+
+def test_gantry_log_since_takes_a_span_or_a_time_and_says_what_it_wants(workspace: Path):
+    called = subprocess.run(
+        [gantry_bin(), "call", "--root", str(workspace), "read_file", json.dumps({"path": "README.md"})],
+        env=env_for(workspace.parent), capture_output=True, text=True, timeout=60,
+    )
+    assert called.returncode == 0, called.stderr
+    assert "read_file" in gantry_log(workspace, "--run", "last", "--since", "1h")
+    assert "read_file" in gantry_log(workspace, "--run", "last", "--since", "2000-01-01T00:00:00Z")
+    assert gantry_log(workspace, "--run", "last", "--since", "2999-01-01T00:00:00Z") == ""
+    assert gantry_log(workspace, "--since", "2999-01-01T00:00:00Z") == ""
+    bad = subprocess.run([gantry_bin(), "log", "--since", "yesterday"], env=env_for(workspace.parent),
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode != 0 and "expected a time" in bad.stderr, bad.stderr

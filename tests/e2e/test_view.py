@@ -125,6 +125,15 @@ async def test_the_api_wants_the_token(workspace: Path, tmp_path: Path):
             right = await http.get(f"{base}/api/runs", headers={"Authorization": f"Bearer {token}"})
             assert right.status_code == 200 and isinstance(right.json(), list), right.text
             assert (await http.get(f"{base}/api/runs?token={token}")).status_code == 200
+            auth = {"Authorization": f"Bearer {token}"}
+            # DNS rebinding: a page of another name that resolves to loopback
+            # is refused, token or not.
+            rebound = await http.get(f"{base}/api/runs", headers={**auth, "Host": "attacker.example.org"})
+            assert rebound.status_code == 421, rebound.text
+            # A run id is a file name in the runs folder, nothing else.
+            for id in ["..%2F..%2Fetc%2Fpasswd", "..", "x.jsonl", "%2Fetc%2Fpasswd"]:
+                escaped = await http.get(f"{base}/api/runs/{id}", headers=auth)
+                assert escaped.status_code == 404, (id, escaped.status_code, escaped.text[:200])
 
 
 async def test_a_session_shows_live_in_the_browser(workspace: Path, tmp_path: Path):
@@ -135,6 +144,14 @@ async def test_a_session_shows_live_in_the_browser(workspace: Path, tmp_path: Pa
         async with legacy_session(workspace) as session:
             wrote = await session.call_tool("write_file", {"path": "plot.py", "content": "def f():\n    return 1\n"})
             assert not wrote.is_error, text_of(wrote)
+            # Markup in what a run logs stays text: were it parsed, the page's
+            # policy would refuse the inline handler, a console error drive.mjs
+            # fails on.
+            hostile = await session.call_tool("write_file", {
+                "path": "x<img src=x onerror=\"document.title='pwned'\">.txt",
+                "content": "<script>document.title='pwned'</script>\n",
+            })
+            assert not hostile.is_error, text_of(hostile)
             edited = await session.call_tool(
                 "edit", {"path": "plot.py", "old_string": "return 1", "new_string": "return 2"})
             assert not edited.is_error, text_of(edited)

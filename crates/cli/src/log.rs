@@ -34,6 +34,15 @@ pub fn print(args: LogArgs) -> anyhow::Result<std::process::ExitCode> {
         Some("last") => read::runs(&dir)?.first().map(|run| run.id.clone()),
         other => other.map(str::to_string),
     };
+    // Watching starts before reading, so a record written in between is
+    // not missed.
+    let mut follow = args
+        .follow
+        .then(|| read::Follow::new(&dir, run.as_deref()))
+        .transpose()?;
+    if follow.is_some() {
+        eprintln!("gantry log: following the runs in {}", dir.display());
+    }
     match &run {
         Some(id) => {
             let path = read::path_of(&dir, id)
@@ -44,9 +53,12 @@ pub fn print(args: LogArgs) -> anyhow::Result<std::process::ExitCode> {
                         dir.display()
                     )
                 })?;
-            let (records, _) = read::records_from(&path, 0)?;
+            let (records, end) = read::records_from(&path, 0)?;
             for record in records.iter().filter(|record| after(record)) {
                 line(&mut out, record, args.json, false)?;
+            }
+            if let Some(follow) = &mut follow {
+                follow.read_up_to(id, end);
             }
         }
         None => {
@@ -63,8 +75,7 @@ pub fn print(args: LogArgs) -> anyhow::Result<std::process::ExitCode> {
         }
     }
     out.flush()?;
-    if args.follow {
-        let mut follow = read::Follow::new(&dir, run.as_deref())?;
+    if let Some(mut follow) = follow {
         loop {
             let (_, records) = follow.next(Duration::from_secs(3600));
             for record in &records {

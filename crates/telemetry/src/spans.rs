@@ -132,9 +132,7 @@ impl Spans {
                         KeyValue::text("gantry.run", run.as_str()),
                         KeyValue::of(
                             "gantry.calls",
-                            Attr::Int(
-                                record.get("calls").and_then(Value::as_i64).unwrap_or(0),
-                            ),
+                            Attr::Int(record.get("calls").and_then(Value::as_i64).unwrap_or(0)),
                         ),
                     ],
                     status: None,
@@ -205,6 +203,25 @@ mod tests {
                 .attributes
                 .iter()
                 .any(|kv| kv.key == "gen_ai.tool.call.arguments")
+        );
+    }
+
+    #[test]
+    fn arguments_are_sent_only_when_asked() {
+        let mut spans = Spans::new(true);
+        spans.record(&record(
+            json!({"kind": "run.start", "run": "r", "time": "2026-12-02T00:00:00.000Z"}),
+        ));
+        spans.record(&record(json!({"kind": "call.start", "call": 1, "tool": "read_file", "by": "client", "time": "2026-12-02T00:00:01.000Z", "args": {"path": "a.txt"}})));
+        let span = spans.record(&record(json!({"kind": "call.end", "call": 1, "outcome": "ok", "time": "2026-12-02T00:00:01.001Z"}))).unwrap();
+        let arguments = span
+            .attributes
+            .iter()
+            .find(|kv| kv.key == "gen_ai.tool.call.arguments")
+            .unwrap();
+        assert_eq!(
+            arguments.value.as_ref().unwrap().value,
+            Some(Attr::Text(r#"{"path":"a.txt"}"#.into()))
         );
     }
 }

@@ -180,6 +180,9 @@ async function main() {
     const tools = await page.locator('[data-testid="call"]').evaluateAll((calls) => calls.map((c) => c.dataset.tool));
     const runState = (await item.locator('.state').textContent()).trim();
     await page.screenshot({ path: opts.screenshot, fullPage: true });
+    // Markup a run logged (a file named like an <img> tag) must stay text.
+    const injected = await page.evaluate(() => document.title === 'pwned' || document.querySelector('img[src="x"]') !== null);
+    if (injected) problems.push('markup from a log record was parsed as HTML');
     if (problems.length) throw new Error(problems.join('; '));
     process.stdout.write(`${JSON.stringify({
       ok: true, run: opts.run, state: runState, tools, newTool: opts['new-tool'], newOutcome: outcome,

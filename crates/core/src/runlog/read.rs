@@ -210,6 +210,12 @@ impl Follow {
         Ok(follow)
     }
 
+    /// Says that run `id` was read up to `offset` already (by
+    /// [`records_from`]), so nothing is returned twice.
+    pub fn read_up_to(&mut self, id: &str, offset: u64) {
+        self.offsets.insert(id.to_string(), offset);
+    }
+
     fn ids(&self) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return Vec::new();

@@ -168,8 +168,12 @@ mod tests {
         }
         assert!(text.starts_with("key [secret] and [secret]"), "{text}");
         assert!(text.ends_with("\nafter"), "{text}");
-        let assigned = scrubber.text(r#"DB_PASSWORD=swordfish "api_key": "k-123456" token: abcd1234"#);
-        assert_eq!(assigned, r#"DB_PASSWORD=[secret] "api_key": "[secret]" token: [secret]"#);
+        let assigned =
+            scrubber.text(r#"DB_PASSWORD=swordfish "api_key": "k-123456" token: abcd1234"#);
+        assert_eq!(
+            assigned,
+            r#"DB_PASSWORD=[secret] "api_key": "[secret]" token: [secret]"#
+        );
     }
 
     #[test]
