@@ -176,7 +176,9 @@ pub struct Follow {
     dir: PathBuf,
     only: Option<String>,
     offsets: std::collections::HashMap<String, u64>,
-    events: std::sync::mpsc::Receiver<()>,
+    /// The logs an event named; `None` for an event that named none (an
+    /// overflow), after which every log is read again.
+    events: std::sync::mpsc::Receiver<Option<Vec<PathBuf>>>,
     _watcher: notify::RecommendedWatcher,
 }
 
@@ -188,8 +190,12 @@ impl Follow {
         std::fs::create_dir_all(dir)?;
         let (sender, events) = std::sync::mpsc::channel();
         let mut watcher =
-            notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
-                let _ = sender.send(());
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let paths = event
+                    .ok()
+                    .map(|event| event.paths)
+                    .filter(|paths| !paths.is_empty());
+                let _ = sender.send(paths);
             })
             .map_err(io::Error::other)?;
         watcher
@@ -241,13 +247,35 @@ impl Follow {
     /// The records written since the last call, waiting at most `wait`
     /// for some; the ids of runs seen for the first time come first.
     pub fn next(&mut self, wait: std::time::Duration) -> (Vec<String>, Vec<Record>) {
-        if self.events.recv_timeout(wait).is_err() {
+        let Ok(first) = self.events.recv_timeout(wait) else {
             return (Vec::new(), Vec::new());
+        };
+        // Only the logs the events named are read again, so a folder of
+        // many runs costs a write of one of them no more than one read.
+        let mut named: Option<std::collections::BTreeSet<String>> = Some(Default::default());
+        for paths in std::iter::once(first).chain(self.events.try_iter()) {
+            match (paths, &mut named) {
+                (Some(paths), Some(named)) => named.extend(paths.iter().filter_map(|path| {
+                    Some(
+                        path.file_name()?
+                            .to_str()?
+                            .strip_suffix(".jsonl")?
+                            .to_string(),
+                    )
+                })),
+                _ => named = None,
+            }
         }
-        while self.events.try_recv().is_ok() {}
+        let ids: Vec<String> = match named {
+            Some(named) => named
+                .into_iter()
+                .filter(|id| self.only.as_ref().is_none_or(|only| only == id))
+                .collect(),
+            None => self.ids(),
+        };
         let mut new_runs = Vec::new();
         let mut records = Vec::new();
-        for id in self.ids() {
+        for id in ids {
             let offset = match self.offsets.get(&id) {
                 Some(offset) => *offset,
                 None => {
