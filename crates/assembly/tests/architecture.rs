@@ -292,3 +292,86 @@ fn every_file_the_architecture_names_exists() {
         "ARCHITECTURE.md names files that do not exist: {missing:?}"
     );
 }
+
+/// Every repository path ARCHITECTURE.md names in backticks with a folder
+/// in it exists: from the repository's root or from `crates/` when its
+/// first folder is one of theirs (`crates/core/src/runlog/`,
+/// `scripts/test.sh`, `core/src/state.rs`), else as the end of some path of
+/// the repository (`reaper/` in the text about the process crate); a
+/// folder where it ends in `/`. Bare file names are the test above's.
+/// Absolute paths and routes (`/proc`, `/api/runs`), a user's files
+/// (`~/.gantry/...`, `.venv/bin`, `$STATE/...`) and code are not the
+/// repository's.
+#[test]
+fn every_path_the_architecture_names_exists() {
+    let root = crates().join("..");
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    // Named with a `/` but not paths: MCP methods, and a folder of the
+    // user's projects.
+    let not_paths = [
+        "tools/list_changed",
+        "subscriptions/listen",
+        "node_modules/.bin",
+    ];
+    let entries = |dir: &Path| -> BTreeSet<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| !matches!(name.as_str(), "target" | ".git" | "node_modules"))
+            .collect()
+    };
+    let top = entries(&root);
+    let crate_folders = entries(&crates());
+    // Every file and folder of the repository, from its root.
+    let mut all = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for name in entries(&dir) {
+            let path = dir.join(&name);
+            all.push((
+                path.strip_prefix(&root).unwrap().to_path_buf(),
+                path.is_dir(),
+            ));
+            if path.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    let named: BTreeSet<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| {
+            quoted.contains('/')
+                && !quoted.starts_with(['/', '.'])
+                && quoted
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c))
+                && !not_paths.contains(quoted)
+        })
+        .collect();
+    assert!(named.len() > 10, "few paths found: {named:?}");
+    let missing: Vec<&str> = named
+        .into_iter()
+        .filter(|name| {
+            let folder = name.ends_with('/');
+            let exists = |path: PathBuf| {
+                if folder { path.is_dir() } else { path.exists() }
+            };
+            let first = name.split('/').next().unwrap_or_default();
+            if top.contains(first) {
+                !exists(root.join(name))
+            } else if crate_folders.contains(first) {
+                !exists(crates().join(name))
+            } else {
+                let wanted = Path::new(name.trim_end_matches('/'));
+                !all.iter()
+                    .any(|(path, is_dir)| path.ends_with(wanted) && (*is_dir || !folder))
+            }
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names paths that do not exist: {missing:?}"
+    );
+}

@@ -13,6 +13,9 @@
 //! its memory and the process's resident memory. `GANTRY_AST_CACHE_MB`
 //! sets the cache cap (settings `ast.cacheMegabytes`).
 
+// Benches build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 use std::time::Instant;
 
 use gantry_core::{Run, Settings, Workspace};

@@ -3,6 +3,9 @@
 //! contents captured at staging (`accept_crash.rs` has a process killed
 //! half-way through an accept).
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{accept, edit_id, stage, workspace};

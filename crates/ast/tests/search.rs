@@ -1,5 +1,8 @@
 //! `ast_grep` through the real pipeline on real code, per language.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{locations, workspace};

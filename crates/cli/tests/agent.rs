@@ -4,6 +4,9 @@
 //! `gantry mcp` annotates the tools that hand out work by what that work
 //! may do.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 #[path = "../../workers/tests/peer/mod.rs"]
 mod peer;

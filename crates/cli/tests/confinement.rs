@@ -5,6 +5,9 @@
 //! Driven through the real binary (`gantry session`), so the wiring the
 //! user runs is the one tried. Nothing outside may be read or written.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::Path;

@@ -3,6 +3,9 @@
 //! and column, and Gantry serving another Gantry (`gantry mcp` bridged as
 //! an MCP server over stdio).
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::Path;

@@ -4,6 +4,9 @@
 //! and what it prints is checked. The user level is `$GANTRY_HOME/settings.json`,
 //! the workspace level the root's `.gantry/settings.json`.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -6,6 +6,9 @@
 //! never ran, one in the workspace) and fails if a marker appears.
 //! `GANTRY_SKIP_LSP=1` skips the tests that need a real language server.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

@@ -8,6 +8,9 @@
 //! confined. Needs Landlock (GANTRY_SKIP_SANDBOX=1 skips on request);
 //! the debuggee's part needs debugpy (GANTRY_SKIP_DAP=1).
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::Path;

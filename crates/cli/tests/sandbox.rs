@@ -4,6 +4,9 @@
 //! refused write and creates nothing outside; `mode: off` is said once per
 //! run. Needs Landlock ABI 4, unless `GANTRY_SKIP_SANDBOX=1`.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::Path;

@@ -5,6 +5,9 @@
 //! one fails, and `GANTRY_SKIP_LSP=1` skips the lsp calls on request). The
 //! calls and what their results must say live in tests/fixtures/seed-calls.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -6,6 +6,9 @@
 //! reach a folder outside the workspace: what trust changes is seen in
 //! what a tool can do.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -497,6 +497,8 @@ fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use serde::Deserialize;

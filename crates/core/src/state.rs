@@ -26,6 +26,8 @@ pub fn root_dir(purpose: &str, root: &Path) -> PathBuf {
 /// Creates [`root_dir`] (and the folders above it) for a program Gantry
 /// starts to write into, confined: a kernel's environment, a language
 /// server's caches. A sandbox can grant only a folder that exists.
+// Creates a folder under the state directory, never in a workspace.
+#[allow(clippy::disallowed_methods)]
 pub fn create_dir(purpose: &str, root: &Path) -> io::Result<PathBuf> {
     let dir = root_dir(purpose, root);
     std::fs::create_dir_all(&dir)?;
@@ -36,6 +38,8 @@ pub fn create_dir(purpose: &str, root: &Path) -> io::Result<PathBuf> {
 /// `purpose`, for one child's use (an overlay's work folder); removed
 /// with [`remove_scratch`] when the child is done. The first one of a
 /// process also has what ended processes left there removed.
+// Creates a folder under the state directory, never in a workspace.
+#[allow(clippy::disallowed_methods)]
 pub fn scratch_dir(purpose: &str, root: &Path) -> io::Result<PathBuf> {
     static UNIQUE: AtomicU64 = AtomicU64::new(0);
     static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
@@ -103,6 +107,8 @@ pub fn remove_scratch(dir: &Path) {
     let _ = sender.send(dir.to_path_buf());
 }
 
+// Removes a scratch folder of the state directory, never a workspace's.
+#[allow(clippy::disallowed_methods)]
 fn remove_now(dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
     for inner in ["work", "index"] {
@@ -118,6 +124,9 @@ fn remove_now(dir: &Path) {
 /// into the state directory, whole: the sandbox's one removal, so that
 /// no program outside it acts on what the command left there. Where it
 /// cannot be moved (another file system), it is removed; `None` says so.
+// The sandbox's one removal from a workspace (see above): what a confined
+// command left at a protected path goes into the state directory.
+#[allow(clippy::disallowed_methods)]
 pub fn quarantine(root: &Path, path: &Path) -> io::Result<Option<PathBuf>> {
     static UNIQUE: AtomicU64 = AtomicU64::new(0);
     let dir = root_dir("quarantine", root).join(format!(
@@ -171,6 +180,9 @@ pub(crate) fn plain_name(name: &str) -> io::Result<&str> {
 /// workspace) whole or not at all: a reader, such as a server of another
 /// run on the same root, sees the old file or the new one, never a part.
 /// Creates the parents.
+// The writer of Gantry's own files (state directory, ~/.gantry); callers
+// build `path` there, never in a workspace.
+#[allow(clippy::disallowed_methods)]
 pub(crate) fn write_whole(path: &Path, contents: &[u8]) -> io::Result<()> {
     static UNIQUE: AtomicU64 = AtomicU64::new(0);
     let dir = path
@@ -201,6 +213,8 @@ pub struct ProcessDir {
 impl ProcessDir {
     /// Creates the folder for `purpose` of the workspace at `root`, empty:
     /// what a dead process of the same pid left there goes first.
+    // A folder of this process's under the state directory.
+    #[allow(clippy::disallowed_methods)]
     pub fn create(purpose: &str, root: &Path) -> io::Result<ProcessDir> {
         let path = root_dir(purpose, root).join(std::process::id().to_string());
         let _ = std::fs::remove_dir_all(&path);
@@ -215,6 +229,8 @@ impl ProcessDir {
 
     /// Creates the empty file `name` in it; an error where something is
     /// already there (a FIFO would block an open that follows it).
+    // A marker in this process's folder under the state directory.
+    #[allow(clippy::disallowed_methods)]
     pub fn touch(&self, name: &str) -> io::Result<()> {
         std::fs::OpenOptions::new()
             .write(true)
@@ -224,18 +240,24 @@ impl ProcessDir {
     }
 
     /// Removes the file `name` from it, if there.
+    // A marker in this process's folder under the state directory.
+    #[allow(clippy::disallowed_methods)]
     pub fn remove(&self, name: &str) {
         let _ = std::fs::remove_file(self.path.join(name));
     }
 }
 
 impl Drop for ProcessDir {
+    // This process's folder under the state directory.
+    #[allow(clippy::disallowed_methods)]
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

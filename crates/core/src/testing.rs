@@ -5,6 +5,9 @@
 //! end as the test expects; and a test that needs something from outside
 //! (a language server) is skipped only when a variable asks for it.
 
+// Tests build their fixtures directly (feature `testing` only).
+#![allow(clippy::disallowed_methods)]
+
 pub mod harness;
 
 use std::io::Write;

@@ -395,6 +395,8 @@ pub fn root_named(path: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use crate::Settings;

@@ -4,6 +4,9 @@
 //! (`across_processes.rs` has two processes with different state
 //! directories editing one file).
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -2,6 +2,9 @@
 //! and hooks, in one process (`across_processes.rs` has the crashes and
 //! races between processes).
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,6 +1,9 @@
 //! `debug` against the real debugpy adapter, on a small Python program
 //! (tests/fixtures/python, copied to a temp workspace).
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::time::Duration;

@@ -2,6 +2,9 @@
 //! (tests/fixtures/c, copied to a temp workspace and built there with
 //! `cc -g` before the test's calls).
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::Path;

@@ -6,6 +6,9 @@
 //! checkout's `debugpy/` in the adapter or its probe) leaves no marker in
 //! the workspace either; the adapters still work.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::PathBuf;

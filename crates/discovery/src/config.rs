@@ -221,6 +221,8 @@ fn describe_files(settings: &Settings) -> String {
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -3,6 +3,9 @@
 //! with the official Python `mcp` SDK over stdio and streamable HTTP, and a
 //! discovery command. scripts/install-discovery.sh installs them all.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

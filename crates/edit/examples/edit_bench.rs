@@ -10,6 +10,9 @@
 //! Arguments: `[calls]` (default 1000). The workspace and Gantry's state
 //! directory are temp dirs under `$TMPDIR`, so they sit on its filesystem.
 
+// Benches build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

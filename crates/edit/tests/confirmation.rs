@@ -2,6 +2,9 @@
 //! a file changed while they looked makes the call fail instead of
 //! writing something else.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::PathBuf;

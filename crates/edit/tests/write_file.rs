@@ -1,5 +1,8 @@
 //! `write_file` through `Run::call`.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::*;

@@ -1,6 +1,9 @@
 //! What every fs tool shares: confinement to the workspace, parameter
 //! checking by the pipeline, and the schemas the model reads.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::Fixture;

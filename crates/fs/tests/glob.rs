@@ -1,5 +1,8 @@
 //! `glob` through the run's pipeline, on real trees.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{Fixture, set_mtime};

@@ -1,5 +1,8 @@
 //! `ls` through the run's pipeline, on real directories.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::Fixture;

@@ -1,5 +1,8 @@
 //! `read_file` through the run's pipeline, on real files.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::io::Write;

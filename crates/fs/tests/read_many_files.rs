@@ -1,5 +1,8 @@
 //! `read_many_files` through the run's pipeline, on real trees.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::Fixture;

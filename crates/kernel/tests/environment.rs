@@ -5,6 +5,9 @@
 //! is written into the checkout. Fixtures are built here without the
 //! network: a `.venv` from `python3 -m venv` and wheels of tiny packages.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

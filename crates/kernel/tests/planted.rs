@@ -7,6 +7,9 @@
 //! start, only in the run's sandbox. Needs Landlock (GANTRY_SKIP_SANDBOX=1
 //! skips on request).
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::*;

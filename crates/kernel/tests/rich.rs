@@ -5,6 +5,9 @@
 //! the fallback rewriter. pandas, matplotlib and IPython come from
 //! scripts/install-kernel.sh.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::*;

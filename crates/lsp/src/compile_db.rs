@@ -137,6 +137,8 @@ pub(crate) fn is_c_family(path: &Path) -> bool {
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -797,6 +797,8 @@ pub(crate) fn includers(root: &Path, header: &Path, cache: &IncludeCache) -> Vec
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use lsp_types::{Range as LspRange, SymbolKind};

@@ -249,6 +249,8 @@ pub fn document_symbols(file: &str, symbols: &[DocumentSymbol]) -> String {
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -424,6 +424,8 @@ pub fn choose(config: &Config, workspace: &Path, file: &Path) -> Choice {
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

@@ -442,6 +442,8 @@ pub(crate) fn outside_rust(planted: &Planted, binary: &Path) -> Result<Rust, Str
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

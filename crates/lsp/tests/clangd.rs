@@ -1,6 +1,9 @@
 //! The same tools against a real clangd (Debian's versioned `clangd-NN`
 //! is found on PATH), which negotiates UTF-8 positions.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::*;

@@ -1,6 +1,9 @@
 //! `lsp`, `lsp_rename` and diagnostics on write against a real
 //! basedpyright on small projects.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::time::Duration;

@@ -4,6 +4,9 @@
 //! in the workspace: the point is that it never ran at all), drives the
 //! real server, and fails if either marker appears.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

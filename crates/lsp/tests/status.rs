@@ -3,6 +3,9 @@
 //! for a binary that is missing, one that is there but does not run, and
 //! one that dies with a backtrace.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::*;

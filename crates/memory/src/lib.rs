@@ -134,6 +134,9 @@ fn target(run: &Run, scope: Scope) -> Result<(Workspace, PathBuf), ToolError> {
         )),
         Scope::User => {
             let home = gantry_home();
+            // ~/.gantry, the folder of the user's memory file; the file
+            // itself is written by the write path below.
+            #[allow(clippy::disallowed_methods)]
             std::fs::create_dir_all(&home)
                 .map_err(|e| ToolError::failed(format!("cannot create {}: {e}", home.display())))?;
             let workspace = Workspace::new(&home)?;

@@ -367,6 +367,8 @@ async fn probe_once(binary: &Path, args: &[String], timeout: Duration) -> Result
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

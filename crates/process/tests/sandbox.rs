@@ -8,6 +8,9 @@
 //! These need Landlock ABI 4; without it they fail, unless
 //! `GANTRY_SKIP_SANDBOX=1` asks to skip them.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -7,6 +7,9 @@
 //! registries, their names mapped to loopback for the proxy
 //! (`GANTRY_NETWORK_MAP`), never to any other address.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 

@@ -11,6 +11,9 @@
 //! They need Landlock ABI 4 and fail without it, unless
 //! `GANTRY_SKIP_SANDBOX=1` asks to skip them (scripts/test.sh says so).
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,5 +1,8 @@
 //! `shell` through the real pipeline, with real bash processes.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::Path;
 use std::time::Duration;
 

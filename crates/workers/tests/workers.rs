@@ -3,6 +3,9 @@
 //! streamed and not), with the real fs, edit and shell families as the
 //! workers' tools.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
+
 mod peer;
 
 use std::path::Path;

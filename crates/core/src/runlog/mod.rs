@@ -262,6 +262,8 @@ pub fn parse_time(time: &str) -> Option<SystemTime> {
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::read::{self, State};
     use super::*;

@@ -63,6 +63,8 @@ pub trait Sink: Send + 'static {
 }
 
 /// Creates the run's file, locked, and starts its thread.
+// The run log, in the state directory's `runs` folder: Gantry's own file.
+#[allow(clippy::disallowed_methods)]
 pub(super) fn start(
     dir: &Path,
     limits: Limits,
@@ -264,6 +266,8 @@ impl Writer {
 
     /// Removes the oldest ended runs until the folder is within its size;
     /// a running run (its file locked) is never removed.
+    // Removes run logs from the state directory's `runs` folder only.
+    #[allow(clippy::disallowed_methods)]
     fn prune(&self) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;

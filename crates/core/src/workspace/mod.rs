@@ -460,6 +460,8 @@ pub fn normalize(path: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
+// Tests build their fixtures directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use std::fs;

@@ -84,6 +84,8 @@ impl RootState {
     }
 
     /// Opens (creating) the state directory of `root`.
+    // The write path's journals, in the state directory (never the workspace).
+    #[allow(clippy::disallowed_methods)]
     pub(crate) fn create(root: &Path) -> io::Result<Self> {
         let state = RootState::of(root);
         fs::create_dir_all(&state.dir)?;
@@ -124,6 +126,8 @@ impl RootState {
 
     /// Leaves word of our journals in the shared state directory before
     /// the first one is written, durably.
+    // The write path's journals, in the state directory (never the workspace).
+    #[allow(clippy::disallowed_methods)]
     fn light_beacon(&self) -> io::Result<()> {
         let Some(beacon) = &self.beacon else {
             return Ok(());
@@ -140,6 +144,8 @@ impl RootState {
     }
 
     /// Writes `journal` as pending, durably, before any temp file exists.
+    // The write path's journals, in the state directory (never the workspace).
+    #[allow(clippy::disallowed_methods)]
     pub(crate) fn write_pending(&self, id: &str, journal: &Journal) -> io::Result<PendingJournal> {
         self.light_beacon()?;
         let path = self.dir.join(format!("{id}.{PENDING}"));
@@ -177,6 +183,8 @@ impl RootState {
 }
 
 /// Removes `beacon`, and the shared folders it leaves empty.
+// The write path's journals, in the state directory (never the workspace).
+#[allow(clippy::disallowed_methods)]
 fn put_out(beacon: &Path) {
     if fs::remove_file(beacon).is_ok() {
         let elsewhere = beacon.parent().expect("a beacon lives in a folder");
@@ -227,11 +235,15 @@ fn recover_dir(dir: &Path, workspace: &Workspace, report: &mut RecoveryReport) -
             (None, false) => {}
             (None, true) => {
                 let aside = path.with_extension("unreadable");
+                // The write path's journals, in the state directory (never the workspace).
+                #[allow(clippy::disallowed_methods)]
                 fs::rename(&path, &aside)?;
                 report.unreadable.push(aside);
                 continue;
             }
         }
+        // The write path's journals, in the state directory (never the workspace).
+        #[allow(clippy::disallowed_methods)]
         fs::remove_file(&path)?;
     }
     Ok(())
@@ -250,6 +262,8 @@ impl PendingJournal {
 
     /// Marks the journal committed: from here on the apply is finished by
     /// whoever finds it.
+    // The write path's journals, in the state directory (never the workspace).
+    #[allow(clippy::disallowed_methods)]
     pub(crate) fn commit(self) -> io::Result<CommittedJournal> {
         fs::rename(self.path(PENDING), self.path(COMMITTED))?;
         sync_dir(&self.dir)?;
@@ -257,6 +271,8 @@ impl PendingJournal {
     }
 
     /// Drops a journal whose apply was undone.
+    // The write path's journals, in the state directory (never the workspace).
+    #[allow(clippy::disallowed_methods)]
     pub(crate) fn discard(self) -> io::Result<()> {
         fs::remove_file(self.path(PENDING))
     }
@@ -271,6 +287,8 @@ impl CommittedJournal {
     /// Removes the journal. Not synced: the next apply's own journal syncs
     /// the directory before it touches a file, and replaying a finished
     /// journal changes nothing.
+    // The write path's journals, in the state directory (never the workspace).
+    #[allow(clippy::disallowed_methods)]
     pub(crate) fn remove(self) -> io::Result<()> {
         fs::remove_file(self.inner.path(COMMITTED))
     }

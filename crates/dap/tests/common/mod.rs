@@ -1,5 +1,7 @@
 //! Shared helpers of the tests against real debug adapters.
 
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;

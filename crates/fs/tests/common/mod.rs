@@ -1,6 +1,8 @@
 //! Shared set-up for the gantry-fs integration tests: a real temporary
 //! workspace and a run with the fs tools, called through the pipeline.
 #![allow(dead_code)]
+// Tests build their fixtures directly.
+#![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 

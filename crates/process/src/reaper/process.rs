@@ -321,12 +321,14 @@ fn reap(options: Options) -> i32 {
     }
     drop(listeners);
     // Keep no copy of the command's stdio: its readers see their end when
-    // the command's processes are done, its writers their EPIPE.
-    if let Ok(null) = std::fs::File::options()
+    // the command's processes are done, its writers their EPIPE. (Opens
+    // /dev/null for it: no file is written.)
+    #[allow(clippy::disallowed_methods)]
+    let null = std::fs::File::options()
         .read(true)
         .write(true)
-        .open("/dev/null")
-    {
+        .open("/dev/null");
+    if let Ok(null) = null {
         let _ = rustix::stdio::dup2_stdin(&null);
         let _ = rustix::stdio::dup2_stdout(&null);
         let _ = rustix::stdio::dup2_stderr(&null);
