@@ -100,6 +100,13 @@ print(built[-1])
 # another; the script fails if either did.
 rust=0
 cargo test --workspace --no-fail-fast || rust=$?
+# The compiler's part of the architecture: clippy.toml's disallowed methods
+# (every way to write a file by path outside the places allowed to).
+cargo clippy --workspace --all-targets --all-features -- -D warnings || rust=1
+# Each invariant planted once in a scratch copy: the build must refuse it
+# (about 20 s with its build cached in ~/.cache/gantry-test, about 15 min
+# the first time on 2 cores).
+tests/architecture/planted.sh || rust=1
 # The sandbox as an unprivileged user too (the machine's root runs the rest):
 # the process crate's sandbox and network tests again as `nobody`, with a home of its own
 # holding shell profiles to attack. One test builds with the user's Rust
