@@ -51,6 +51,7 @@
 
 mod explain;
 mod landlock;
+mod mounts;
 pub(crate) mod namespace;
 pub(crate) mod paths;
 mod policy;
