@@ -190,7 +190,7 @@ const WRITES: [&str; 7] = [
 ];
 
 /// Writes that never touch a workspace file, each with why.
-const NOT_THE_WORKSPACE: [(&str, &str); 7] = [
+const NOT_THE_WORKSPACE: [(&str, &str); 8] = [
     // Gantry's own files about a workspace, in the state directory.
     ("core/src/state.rs", "the state directory"),
     // The run logs, in the state directory's `runs` folder.
@@ -200,6 +200,8 @@ const NOT_THE_WORKSPACE: [(&str, &str); 7] = [
     ("core/src/write/journal.rs", "the state directory"),
     // --log-file, where the person asked for logs.
     ("cli/src/main.rs", "the log file"),
+    // This process's own memory, to blank a --token in its command line.
+    ("cli/src/http_tokens.rs", "/proc/self/mem"),
     // ~/.gantry, created for the user's memory file before the write path
     // writes the file itself.
     ("memory/src/lib.rs", "the user's ~/.gantry folder"),
