@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use gantry_core::runlog::read::{self, Record, RunSummary};
 use gantry_core::runlog::{parse_time, runs_dir};
+use gantry_core::text::char_prefix;
 use serde_json::Value;
 
 /// What `gantry log` was asked.
@@ -161,13 +162,7 @@ fn line(out: &mut impl Write, record: &Record, json: bool, with_run: bool) -> st
                 .get("parent")
                 .and_then(Value::as_u64)
                 .map_or(String::new(), |p| format!(" (in #{p})")),
-            record
-                .get("args")
-                .map(Value::to_string)
-                .unwrap_or_default()
-                .chars()
-                .take(160)
-                .collect::<String>()
+            first_line(&record.get("args").map(Value::to_string).unwrap_or_default())
         ),
         "call.end" => format!(
             "{} {} in {:.1} ms: {}",
@@ -208,11 +203,14 @@ fn line(out: &mut impl Write, record: &Record, json: bool, with_run: bool) -> st
     writeln!(out, "{run}{time}  {call}{what}")
 }
 
+/// The first line of `text`, 160 characters at most, with an ellipsis when
+/// anything was left out.
 fn first_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or("");
-    let mut kept: String = line.chars().take(160).collect();
+    let kept = char_prefix(line, 160).unwrap_or(line);
     if kept.len() < text.len() {
-        kept.push('…');
+        format!("{kept}…")
+    } else {
+        kept.to_string()
     }
-    kept
 }

@@ -131,32 +131,15 @@ fn pairs(text: Option<&str>) -> Vec<(String, String)> {
         .split(',')
         .filter_map(|pair| {
             let (key, value) = pair.split_once('=')?;
-            Some((key.trim().to_string(), percent_decode(value.trim())))
+            Some((
+                key.trim().to_string(),
+                percent_encoding::percent_decode_str(value.trim())
+                    .decode_utf8_lossy()
+                    .into_owned(),
+            ))
         })
         .filter(|(key, _)| !key.is_empty())
         .collect()
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 enum Message {

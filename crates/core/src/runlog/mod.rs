@@ -331,6 +331,8 @@ mod tests {
         };
         let log = RunLog::open_in(dir.path(), limits, Vec::new());
         let id = log.id().unwrap().to_string();
+        // Pruning is the log thread's first work; a close waits for it.
+        log.close();
         let left: Vec<String> = read::runs(dir.path())
             .unwrap()
             .into_iter()

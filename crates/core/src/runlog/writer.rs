@@ -36,10 +36,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            total_bytes: 256 * 1024 * 1024,
-            run_bytes: 32 * 1024 * 1024,
-        }
+        Limits::of_total(256 * 1024 * 1024)
     }
 }
 
@@ -97,7 +94,6 @@ pub(super) fn start(
         since_prune: 0,
         cut: false,
     };
-    writer.prune();
     std::thread::Builder::new()
         .name("gantry-runlog".into())
         .spawn(move || {
@@ -163,6 +159,8 @@ struct Writer {
 
 impl Writer {
     fn serve(mut self, receiver: Receiver<Entry>) {
+        // On this thread, not the run's start: the folder may hold many runs.
+        self.prune();
         let mut batch = Vec::new();
         while let Ok(first) = receiver.recv() {
             let mut closing = Vec::new();
