@@ -125,12 +125,20 @@ impl Run {
             }
             log.record("call.start", fields);
         }
+        let mut unfinished = Unfinished {
+            log: &log,
+            call,
+            tool: name,
+            started,
+            armed: log.is_on(),
+        };
         let outcome = crate::runlog::within_call(
             call,
             log.clone(),
             self.run_pipeline(name, args, surface, options),
         )
         .await;
+        unfinished.armed = false;
         if log.is_on() {
             let ended = match &outcome {
                 Ok(result) => Ok(result),
@@ -379,6 +387,29 @@ impl Run {
             ));
         }
         Ok(result)
+    }
+}
+
+/// A call's end, recorded when its future is dropped before the call
+/// ended (its client went away mid-call), so the log never shows as
+/// running a call that no longer is.
+struct Unfinished<'a> {
+    log: &'a crate::runlog::RunLog,
+    call: u64,
+    tool: &'a str,
+    started: std::time::Instant,
+    armed: bool,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let dropped = Err(("abandoned", "the caller stopped waiting for the call"));
+        let mut fields = crate::runlog::call_end_fields(self.tool, self.started, dropped);
+        fields["call"] = self.call.into();
+        self.log.record("call.end", fields);
     }
 }
 

@@ -530,3 +530,33 @@ async fn a_tool_that_panics_fails_its_call_and_the_run_goes_on() {
     assert_eq!(served.text_content(), "still here");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn a_call_whose_caller_goes_away_ends_in_the_run_log() {
+    let (_dir, ws) = workspace();
+    let logs = tempfile::tempdir().unwrap();
+    let log = crate::runlog::RunLog::open_in(logs.path(), Default::default(), Vec::new());
+    let id = log.id().unwrap().to_string();
+    let run = Run::builder(ws)
+        .log(log.clone(), Default::default())
+        .tool(Slow {
+            active: Arc::default(),
+            max_active: Arc::default(),
+            exclusive: false,
+        })
+        .build();
+    // The client disappears: the call's future is dropped, never cancelled.
+    let call = run.call("slow", json!({}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), call)
+            .await
+            .is_err()
+    );
+    log.close();
+    let path = crate::runlog::read::path_of(logs.path(), &id).unwrap();
+    let (records, _) = crate::runlog::read::records_from(&path, 0).unwrap();
+    let kinds: Vec<&str> = records.iter().map(crate::runlog::read::kind).collect();
+    assert_eq!(kinds, ["run.start", "call.start", "call.end"]);
+    assert_eq!(records[2]["outcome"], "abandoned");
+    assert_eq!(records[2]["call"], records[1]["call"]);
+}

@@ -123,7 +123,11 @@ impl RunLog {
         RunLog::open_in(&runs_dir(), limits, sinks)
     }
 
-    fn open_in(dir: &std::path::Path, limits: Limits, sinks: Vec<Box<dyn Sink>>) -> RunLog {
+    pub(crate) fn open_in(
+        dir: &std::path::Path,
+        limits: Limits,
+        sinks: Vec<Box<dyn Sink>>,
+    ) -> RunLog {
         match writer::start(dir, limits, sinks) {
             Ok((id, sender)) => RunLog(Some(Arc::new(Shared {
                 id,
