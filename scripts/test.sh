@@ -78,6 +78,10 @@ if [ "${GANTRY_SKIP_BROWSER:-}" != 1 ]; then
 fi
 
 # --- the suite -----------------------------------------------------------------
+# No incremental compilation: a clean clone gains nothing from it, and its
+# caches would double what target/ holds on a machine whose disk CI
+# shares (a run once failed with the disk full in its clippy step).
+export CARGO_INCREMENTAL=0
 # One build of the dependency graph. `cargo build -p gantry` would resolve
 # features for that package alone and `cargo test --workspace` for the whole
 # workspace, compiling most crates twice; `--no-run` builds every test, and
@@ -103,10 +107,10 @@ cargo test --workspace --no-fail-fast || rust=$?
 # The compiler's part of the architecture: clippy.toml's disallowed methods
 # (every way to write a file by path outside the places allowed to).
 cargo clippy --workspace --all-targets --all-features -- -D warnings || rust=1
-# Each invariant planted once in a scratch copy: the build must refuse it
-# (about 20 s with its build cached in ~/.cache/gantry-test, about 15 min
-# the first time on 2 cores).
-tests/architecture/planted.sh || rust=1
+# Each invariant planted once in a scratch copy: the build must refuse it.
+# It builds in this checkout's target/, so the dependency graph built above
+# is reused rather than built (and stored) a second time.
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" tests/architecture/planted.sh || rust=1
 # The sandbox as an unprivileged user too (the machine's root runs the rest):
 # the process crate's sandbox and network tests again as `nobody`, with a home of its own
 # holding shell profiles to attack. One test builds with the user's Rust

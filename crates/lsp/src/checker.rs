@@ -15,9 +15,18 @@ use std::time::Instant;
 use gantry_core::Run;
 use gantry_process::{Command, Program, Sandbox, Stderr, Stdout};
 
+use lsp_types::request::WorkspaceDiagnosticRequest;
+use lsp_types::{
+    PartialResultParams, WorkDoneProgressParams, WorkspaceDiagnosticParams,
+    WorkspaceDocumentDiagnosticReport,
+};
+
+use crate::convert::uri_to_path;
+use crate::diagnostics::{relevant, render_file};
+use crate::paths::find_markers;
+use crate::server::Server;
 use crate::servers::{Config, ServerSpec};
-use crate::supervisor::{Supervisor, find_markers};
-use crate::tool::workspace_pull;
+use crate::supervisor::Supervisor;
 use crate::toolchain;
 
 /// Lines of checker output shown at most.
@@ -129,7 +138,7 @@ pub async fn project_diagnostics(sup: &Supervisor, run: &Run) -> String {
             sections.push(text);
         }
     }
-    let workspace = sup.inner.workspace.clone();
+    let workspace = sup.workspace().to_path_buf();
     let specs = sup.config().servers.clone();
     let found = {
         let workspace = workspace.clone();
@@ -265,4 +274,54 @@ async fn run_check(sup: &Supervisor, check: &Check, sandbox: &Sandbox) -> String
         out.push_str(&format!("\n({MAX_LINES} of {} lines shown)", lines.len()));
     }
     out
+}
+
+/// Workspace-wide pull diagnostics of one server, rendered; `None` when
+/// the server does not offer them or did not answer.
+async fn workspace_pull(sup: &Supervisor, server: &Server) -> Option<String> {
+    if !server.workspace_diagnostics() {
+        return None;
+    }
+    let params = WorkspaceDiagnosticParams {
+        identifier: None,
+        previous_result_ids: Vec::new(),
+        work_done_progress_params: WorkDoneProgressParams::default(),
+        partial_result_params: PartialResultParams::default(),
+    };
+    let answer = server
+        .client()
+        .request::<WorkspaceDiagnosticRequest>(&params, sup.config().checker_timeout)
+        .await
+        .ok()?;
+    let lsp_types::WorkspaceDiagnosticReportResult::Report(report) = answer else {
+        return None;
+    };
+    let mut out = String::new();
+    let mut count = 0;
+    for item in report.items {
+        let WorkspaceDocumentDiagnosticReport::Full(full) = item else {
+            continue;
+        };
+        let Some(path) = uri_to_path(&full.uri) else {
+            continue;
+        };
+        let problems: Vec<_> = full
+            .full_document_diagnostic_report
+            .items
+            .into_iter()
+            .filter(relevant)
+            .collect();
+        if !problems.is_empty() {
+            count += problems.len();
+            out.push_str(&render_file(sup, &path, "", &problems));
+        }
+    }
+    Some(if count == 0 {
+        format!("{} (workspace diagnostics): none found", server.spec.id)
+    } else {
+        format!(
+            "{} (workspace diagnostics): {count} problem(s)\n{out}",
+            server.spec.id
+        )
+    })
 }

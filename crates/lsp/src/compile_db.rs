@@ -15,8 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::server::ignored;
-use crate::servers::language_of;
+use crate::paths::{ignored, is_c_family, is_header};
 
 /// Where a project's own compilation database may be, from its root.
 pub(crate) const DATABASES: [&str; 2] = ["compile_commands.json", "build/compile_commands.json"];
@@ -90,7 +89,7 @@ fn from_flags(root: &Path) -> io::Result<Vec<Value>> {
         .collect();
     let entries = c_family_files(root)
         .into_iter()
-        .filter(|file| !crate::dependents::is_header(file))
+        .filter(|file| !is_header(file))
         .map(|file| {
             let mut arguments = vec!["clang".to_string()];
             arguments.extend(flags.iter().cloned());
@@ -129,11 +128,6 @@ pub(crate) fn c_family_files(root: &Path) -> Vec<PathBuf> {
         }
     }
     files
-}
-
-/// A C/C++ source or header.
-pub(crate) fn is_c_family(path: &Path) -> bool {
-    crate::dependents::is_header(path) || matches!(language_of(path), Some("c" | "cpp"))
 }
 
 #[cfg(test)]

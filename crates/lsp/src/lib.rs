@@ -39,14 +39,17 @@ pub mod convert;
 mod dependents;
 mod diagnostics;
 pub mod locate;
+mod paths;
 mod rename;
 mod render;
 pub mod server;
 pub mod servers;
+mod spec;
 pub mod supervisor;
 mod tool;
 pub mod toolchain;
 pub mod transport;
+mod watch;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -55,7 +58,7 @@ use gantry_core::{Run, RunBuilder};
 use gantry_process::Sandbox;
 use toolchain::{Planted, Toolchain};
 
-pub use diagnostics::{Delta, DiagnosticsHook, Ledger};
+pub use diagnostics::{Delta, Diagnostics, DiagnosticsHook, Ledger};
 pub use rename::{LspRename, LspRenameParams};
 pub use servers::{Config, LspSettings};
 pub use supervisor::Supervisor;
@@ -163,12 +166,15 @@ pub fn register(builder: RunBuilder) -> RunBuilder {
         builder.notices(),
         sandbox,
     );
+    let diagnostics = Diagnostics::new(supervisor.clone());
     builder
         .resource(Arc::new(supervisor.clone()))
-        .write_hook(Arc::new(DiagnosticsHook::new(supervisor.clone())))
+        .resource(diagnostics.clone())
+        .write_hook(Arc::new(DiagnosticsHook::new(diagnostics.clone())))
         .on_touch(Arc::new(touch))
         .tool(Lsp {
             supervisor: supervisor.clone(),
+            diagnostics,
         })
         .tool(LspRename { supervisor })
 }

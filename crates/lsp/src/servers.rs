@@ -13,40 +13,9 @@ use gantry_process::{Located, Program};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::paths::language_of;
+pub use crate::spec::ServerSpec;
 use crate::toolchain::{Planted, Prepared, Toolchain, prepare};
-
-/// One language server: how to start it and what it serves.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerSpec {
-    /// Stable id used in settings and `status` (`clangd`, `basedpyright`).
-    pub id: String,
-    /// Its binaries, their probe and its root markers. The probe is `None`
-    /// when the server has no cheap mode (pyright's language server takes
-    /// no arguments but `--stdio`) or the user named the binary
-    /// themselves.
-    pub program: Program,
-    /// Arguments after the binary.
-    pub args: Vec<String>,
-    /// LSP language ids served.
-    pub languages: Vec<String>,
-    /// Sent as `initializationOptions`.
-    pub initialization_options: Value,
-    /// Answered to `workspace/configuration`, looked up by section.
-    pub settings: Value,
-    /// Text of the log message by which a server that reports no progress
-    /// says it has finished loading the workspace (pyright's "Found N
-    /// source files"). Until it arrives the server counts as indexing and
-    /// requests wait for it (bounded), because pyright leaves requests
-    /// sent earlier unanswered.
-    pub ready_log: Option<String>,
-    /// The server reads a clang compilation database (clangd): Gantry
-    /// hands it one from its state directory, made from the project's
-    /// `compile_commands.json` or `compile_flags.txt` (see `compile_db`),
-    /// so its index stays out of the checkout. Without either its
-    /// cross-file answers cover the open files only, and say so. `false`
-    /// for servers that find the project's files themselves.
-    pub compilation_database: bool,
-}
 
 fn spec(
     id: &str,
@@ -172,24 +141,6 @@ pub fn builtin() -> Vec<ServerSpec> {
             "--version",
         ),
     ]
-}
-
-/// The LSP language id of a file, from its extension.
-pub fn language_of(path: &Path) -> Option<&'static str> {
-    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "rs" => "rust",
-        "py" | "pyi" => "python",
-        "ts" | "mts" | "cts" => "typescript",
-        "tsx" => "typescriptreact",
-        "js" | "mjs" | "cjs" => "javascript",
-        "jsx" => "javascriptreact",
-        "c" | "h" => "c",
-        "cc" | "cpp" | "cxx" | "c++" | "hpp" | "hh" | "hxx" | "ipp" => "cpp",
-        "go" => "go",
-        "dart" => "dart",
-        _ => return None,
-    })
 }
 
 /// A server's entry in settings section `lsp.servers`: every field
@@ -434,15 +385,6 @@ mod tests {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-
-    #[test]
-    fn languages_come_from_extensions() {
-        assert_eq!(language_of(Path::new("a/b.rs")), Some("rust"));
-        assert_eq!(language_of(Path::new("x.PY")), Some("python"));
-        assert_eq!(language_of(Path::new("x.tsx")), Some("typescriptreact"));
-        assert_eq!(language_of(Path::new("x.h")), Some("c"));
-        assert_eq!(language_of(Path::new("x.md")), None);
     }
 
     #[test]

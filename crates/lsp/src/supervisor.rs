@@ -5,26 +5,22 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gantry_core::lock;
 use gantry_core::{Notices, Resource, Run, async_trait};
 use gantry_process::Sandbox;
-use lsp_types::FileChangeType;
-use notify::Watcher;
 use tokio::sync::watch;
 
-use crate::dependents::{IncludeCache, SymbolCache};
-use crate::diagnostics::Ledger;
-use crate::server::{Launch, Server, change_kind, ignored};
+use crate::paths::find_markers;
+use crate::server::{Launch, Server};
 use crate::servers::{Choice, Config, ServerSpec, choose};
+use crate::watch::{DiskWatch, WatchBarrier};
 
 /// How long a graceful stop may take before the group is killed.
 const STOP_GRACE: Duration = Duration::from_secs(1);
-/// Most directories one workspace watch covers.
-const MAX_WATCHED_DIRS: usize = 20_000;
 
 /// Where one (server, root) pair stands.
 #[derive(Clone)]
@@ -78,9 +74,14 @@ impl std::fmt::Display for Unavailable {
     }
 }
 
-pub(crate) struct Inner {
-    pub(crate) config: Config,
-    pub(crate) workspace: PathBuf,
+/// Told that a file the run works on is open in its server with the
+/// content given (not a file about to be written: what the server says of
+/// that may already be about the new content).
+pub(crate) type Opened = Arc<dyn Fn(&Arc<Server>, &Path, &str) + Send + Sync>;
+
+struct Inner {
+    config: Config,
+    workspace: PathBuf,
     /// The run's sandbox, which servers and checkers run in like every
     /// other process Gantry starts.
     sandbox: Sandbox,
@@ -88,22 +89,14 @@ pub(crate) struct Inner {
     notices: Notices,
     watch: Mutex<Option<DiskWatch>>,
     ended: AtomicBool,
-    pub(crate) ledger: Mutex<Ledger>,
-    /// Files whose baseline diagnostics are being fetched.
-    seeding: Mutex<HashSet<PathBuf>>,
-    /// The declarations of the files the run has open, per content.
-    pub(crate) symbols: SymbolCache,
-    /// What the workspace's C/C++ files include, per file version.
-    pub(crate) includes: Arc<IncludeCache>,
-    /// How many writes have gone through the write hook: files opened for
-    /// a write are closed after a later one no longer needs them.
-    pub(crate) writes: AtomicU64,
+    /// Who is told of each file opened for the run's work.
+    opened: Mutex<Vec<Opened>>,
 }
 
 /// The run's language servers. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct Supervisor {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
 impl Supervisor {
@@ -120,11 +113,7 @@ impl Supervisor {
                 notices,
                 watch: Mutex::default(),
                 ended: AtomicBool::new(false),
-                ledger: Mutex::default(),
-                seeding: Mutex::default(),
-                symbols: SymbolCache::default(),
-                includes: Arc::default(),
-                writes: AtomicU64::new(0),
+                opened: Mutex::default(),
             }),
         }
     }
@@ -140,13 +129,33 @@ impl Supervisor {
         &self.inner.config
     }
 
+    /// The workspace the servers serve.
+    pub fn workspace(&self) -> &Path {
+        &self.inner.workspace
+    }
+
+    /// Adds to those told of each file opened for the run's work (the
+    /// diagnostics baseline, the declarations a later write may touch).
+    pub(crate) fn on_opened(&self, opened: Opened) {
+        lock(&self.inner.opened).push(opened);
+    }
+
+    /// Tells those who asked that `path` is open in `server` as `text`
+    /// for the run's work.
+    pub(crate) fn opened(&self, server: &Arc<Server>, path: &Path, text: &str) {
+        let told: Vec<Opened> = lock(&self.inner.opened).clone();
+        for opened in told {
+            opened(server, path, text);
+        }
+    }
+
     fn notice(&self, text: String) {
         self.inner.notices.push(text);
     }
 
     /// Starts, in the background, the server for `path` and opens the file
     /// in it, so that the first real request or write rarely waits and a
-    /// later write has a diagnostics baseline (see [`Supervisor::baseline`]).
+    /// later write has a diagnostics baseline (see [`Supervisor::on_opened`]).
     pub fn touch(&self, path: &Path) {
         self.warm(path, true);
     }
@@ -171,72 +180,20 @@ impl Supervisor {
                 if let Ok(text) = server.open(&path).await
                     && baseline
                 {
-                    this.baseline(&server, &path);
-                    this.learn_symbols(&server, &path, &text);
+                    this.opened(&server, &path, &text);
                 }
             }
         });
     }
 
-    /// Fetches, in the background, the declarations of a file as the server
-    /// has it (`text`), unless known: a write to it then knows without
-    /// asking whether it touches a declaration (an edit inside a function
-    /// body asks the server nothing).
-    pub(crate) fn learn_symbols(&self, server: &Arc<Server>, path: &Path, text: &str) {
-        if !self.inner.config.dependents || self.inner.symbols.has(path, text) {
-            return;
-        }
-        let this = self.clone();
-        let (server, path, text) = (server.clone(), path.to_path_buf(), text.to_string());
-        tokio::spawn(async move {
-            let deadline = tokio::time::Instant::now() + server.request_timeout();
-            this.inner
-                .symbols
-                .get(&server, &path, &text, deadline)
-                .await;
-        });
-    }
-
-    /// Closes the files opened only for writes before number `write`, and
-    /// forgets what the run knew of them.
-    pub(crate) async fn close_borrowed_before(&self, write: u64) {
+    /// Closes, in every running server, the files opened only for writes
+    /// before number `write`; returns them.
+    pub(crate) async fn close_borrowed_before(&self, write: u64) -> Vec<PathBuf> {
+        let mut closed = Vec::new();
         for server in self.running() {
-            for path in server.close_borrowed_before(write).await {
-                lock(&self.inner.ledger).forget(&path);
-                self.inner.symbols.forget(&path);
-            }
+            closed.extend(server.close_borrowed_before(write).await);
         }
-    }
-
-    /// Whether the run has a diagnostics baseline for `path`: a write to it
-    /// then reports the problems it introduced rather than all of them.
-    pub fn has_baseline(&self, path: &Path) -> bool {
-        lock(&self.inner.ledger).has(path)
-    }
-
-    /// Fetches, in the background, the diagnostics of a file the run has
-    /// opened but not written, as the ledger's baseline: the first write
-    /// then reports what it introduced, not every problem of the file, and
-    /// never waits for a baseline itself. Pull servers publish nothing
-    /// unasked, so without this their first write would have none. Nothing
-    /// is recorded when a write reached the server meanwhile, or when the
-    /// ledger already has the file.
-    pub(crate) fn baseline(&self, server: &Arc<Server>, path: &Path) {
-        if lock(&self.inner.ledger).has(path) || !lock(&self.inner.seeding).insert(path.into()) {
-            return;
-        }
-        let this = self.clone();
-        let (server, path) = (server.clone(), path.to_path_buf());
-        tokio::spawn(async move {
-            let deadline = tokio::time::Instant::now() + server.request_timeout();
-            if server.unwritten(&path).await
-                && let Some(items) = crate::diagnostics::current(&server, &path, deadline).await
-                && server.unwritten(&path).await
-            {
-                lock(&this.inner.ledger).seed(&path, &items);
-            }
-            lock(&this.inner.seeding).remove(&path);
-        });
+        closed
     }
 
     /// The running server for `path`, started (or restarted after a
@@ -557,15 +514,29 @@ impl Supervisor {
         }
     }
 
-    /// Watches `root`; returns the watcher's barrier.
+    /// Watches `root`, each change handed to the servers whose root holds
+    /// it; returns the watcher's barrier.
     fn watch_root(&self, root: &Path) -> Option<Arc<WatchBarrier>> {
         let mut watch = lock(&self.inner.watch);
         if watch.is_none() {
-            *watch = DiskWatch::start(Arc::downgrade(&self.inner), &self.inner.workspace);
+            let inner = Arc::downgrade(&self.inner);
+            *watch = DiskWatch::start(&self.inner.workspace, move |path, kind| {
+                let Some(inner) = inner.upgrade() else {
+                    return false;
+                };
+                for slot in (Supervisor { inner }).slots() {
+                    if let Phase::Ready(server) = slot.phase()
+                        && path.starts_with(&slot.root)
+                    {
+                        server.disk_changed(path.to_path_buf(), kind);
+                    }
+                }
+                true
+            });
         }
         let watch = watch.as_ref()?;
         watch.add_tree(root);
-        watch.barrier.clone()
+        watch.barrier()
     }
 
     fn slots(&self) -> Vec<Arc<Slot>> {
@@ -643,203 +614,6 @@ fn table_status(workspace: &Path, config: &Config) -> String {
         ));
     }
     out
-}
-
-/// Directories (at most four levels deep, skipping build output and
-/// dependencies) holding any of `markers`.
-pub(crate) fn find_markers(workspace: &Path, markers: &HashSet<&str>) -> Vec<(PathBuf, String)> {
-    let mut found = Vec::new();
-    let mut stack = vec![(workspace.to_path_buf(), 0)];
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = entry.path();
-            if markers.contains(name.as_str()) {
-                found.push((dir.clone(), name.clone()));
-            }
-            let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
-            if is_dir && depth < 4 && !name.starts_with('.') && !ignored(Path::new(&name)) {
-                stack.push((path, depth + 1));
-            }
-        }
-    }
-    found
-}
-
-/// Watches the directories under the servers' roots (one non-recursive
-/// watch per directory, so build output and dependencies cost nothing) and
-/// hands each change to the servers whose root holds it.
-struct DiskWatch {
-    watcher: Arc<Mutex<notify::RecommendedWatcher>>,
-    watched: Arc<Mutex<HashSet<PathBuf>>>,
-    /// `None` where the state directory cannot be written.
-    barrier: Option<Arc<WatchBarrier>>,
-}
-
-impl DiskWatch {
-    fn start(inner: Weak<Inner>, workspace: &Path) -> Option<DiskWatch> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if let Ok(event) = event {
-                    let _ = tx.send(event);
-                }
-            })
-            .map_err(|e| tracing::warn!("no file watching for language servers: {e}"))
-            .ok()?;
-        let barrier = WatchBarrier::new(workspace, &mut watcher).map(Arc::new);
-        let watch = DiskWatch {
-            watcher: Arc::new(Mutex::new(watcher)),
-            watched: Arc::default(),
-            barrier: barrier.clone(),
-        };
-        let (watcher, watched) = (watch.watcher.clone(), watch.watched.clone());
-        tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                if let Some(barrier) = &barrier
-                    && barrier.passed(&event.paths)
-                {
-                    continue;
-                }
-                let Some(inner) = inner.upgrade() else { return };
-                let Some(kind) = change_kind(&event.kind) else {
-                    continue;
-                };
-                let supervisor = Supervisor { inner };
-                for path in event.paths {
-                    if ignored(&path) {
-                        continue;
-                    }
-                    if kind == FileChangeType::CREATED && path.is_dir() {
-                        add_tree(&watcher, &watched, &path);
-                        continue;
-                    }
-                    for slot in supervisor.slots() {
-                        if let Phase::Ready(server) = slot.phase()
-                            && path.starts_with(&slot.root)
-                        {
-                            server.disk_changed(path.clone(), kind);
-                        }
-                    }
-                }
-            }
-        });
-        Some(watch)
-    }
-
-    fn add_tree(&self, root: &Path) {
-        add_tree(&self.watcher, &self.watched, root);
-    }
-}
-
-/// A barrier through the file watcher, so that no answer comes from a view
-/// older than the request: a change a shell made just before is still on
-/// its way from inotify when the next request comes. A file created in a
-/// watched folder of Gantry's state directory (never the workspace) joins
-/// the same inotify queue behind that change; once the watcher has handed
-/// on the file's event, it has handed on the change.
-pub(crate) struct WatchBarrier {
-    dir: gantry_core::state::ProcessDir,
-    next: AtomicU64,
-    crossed: tokio::sync::watch::Sender<u64>,
-}
-
-/// How long a request waits for the watcher to catch up before it goes
-/// ahead anyway (a watcher thread starved for that long is not waited for).
-const BARRIER_BOUND: Duration = Duration::from_secs(2);
-
-impl WatchBarrier {
-    fn new(workspace: &Path, watcher: &mut notify::RecommendedWatcher) -> Option<WatchBarrier> {
-        let made = gantry_core::state::ProcessDir::create("lsp-watch", workspace).and_then(|dir| {
-            watcher
-                .watch(dir.path(), notify::RecursiveMode::NonRecursive)
-                .map_err(std::io::Error::other)?;
-            Ok(dir)
-        });
-        match made {
-            Ok(dir) => Some(WatchBarrier {
-                dir,
-                next: AtomicU64::new(0),
-                crossed: tokio::sync::watch::Sender::new(0),
-            }),
-            Err(e) => {
-                tracing::warn!("language servers may answer from a view a shell just changed: {e}");
-                None
-            }
-        }
-    }
-
-    /// Waits, bounded, until every change made on disk before this call
-    /// has been handed to the servers.
-    pub(crate) async fn cross(&self) {
-        let number = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let mark = number.to_string();
-        if self.dir.touch(&mark).is_err() {
-            return;
-        }
-        let mut crossed = self.crossed.subscribe();
-        let _ = tokio::time::timeout(BARRIER_BOUND, crossed.wait_for(|seen| *seen >= number)).await;
-        self.dir.remove(&mark);
-    }
-
-    /// Whether an event is one of the barrier's own (then it records how
-    /// far the watcher has come).
-    fn passed(&self, paths: &[PathBuf]) -> bool {
-        let mut own = false;
-        for path in paths
-            .iter()
-            .filter(|path| path.parent() == Some(self.dir.path()))
-        {
-            own = true;
-            if let Some(number) = path
-                .file_name()
-                .and_then(|name| name.to_str()?.parse().ok())
-            {
-                self.crossed.send_if_modified(|seen| {
-                    let later = number > *seen;
-                    if later {
-                        *seen = number;
-                    }
-                    later
-                });
-            }
-        }
-        own
-    }
-}
-
-fn add_tree(
-    watcher: &Mutex<notify::RecommendedWatcher>,
-    watched: &Mutex<HashSet<PathBuf>>,
-    root: &Path,
-) {
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        {
-            let mut watched = lock(watched);
-            if watched.len() >= MAX_WATCHED_DIRS || !watched.insert(dir.clone()) {
-                continue;
-            }
-        }
-        if lock(watcher)
-            .watch(&dir, notify::RecursiveMode::NonRecursive)
-            .is_err()
-        {
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) && !ignored(&path) {
-                stack.push(path);
-            }
-        }
-    }
 }
 
 #[async_trait]

@@ -6,22 +6,20 @@ use std::sync::Arc;
 use gantry_core::{Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, async_trait};
 use lsp_types::request::{
     CodeActionRequest, DocumentSymbolRequest, GotoDefinition, GotoImplementation,
-    GotoTypeDefinition, HoverRequest, References, WorkspaceDiagnosticRequest,
-    WorkspaceSymbolRequest,
+    GotoTypeDefinition, HoverRequest, References, WorkspaceSymbolRequest,
 };
 use lsp_types::{
     CodeActionContext, CodeActionOrCommand, CodeActionParams, DocumentSymbolParams,
     GotoDefinitionParams, HoverParams, OneOf, PartialResultParams, Range, ReferenceContext,
     ReferenceParams, TextDocumentIdentifier, TextDocumentPositionParams, WorkDoneProgressParams,
-    WorkspaceDiagnosticParams, WorkspaceDocumentDiagnosticReport, WorkspaceSymbolParams,
-    WorkspaceSymbolResponse,
+    WorkspaceSymbolParams, WorkspaceSymbolResponse,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::time::Instant;
 
 use crate::convert::{LineIndex, path_to_uri, uri_to_path};
-use crate::diagnostics::{self, relevant, render_file};
+use crate::diagnostics::{self, Diagnostics, relevant, render_file};
 use crate::locate::{Located, is_ident, locate};
 use crate::render::{self, Sources, Spot};
 use crate::server::{Coverage, Server};
@@ -111,6 +109,8 @@ pub struct LspParams {
 /// The `lsp` tool.
 pub struct Lsp {
     pub(crate) supervisor: Supervisor,
+    /// Where asked diagnostics go, as the baseline of the next write.
+    pub(crate) diagnostics: Arc<Diagnostics>,
 }
 
 #[async_trait]
@@ -214,11 +214,13 @@ impl Tool for Lsp {
                 server.refresh().await;
                 let text = server.open(&path).await?;
                 if p.action != Action::Diagnostics {
-                    sup.baseline(&server, &path);
+                    sup.opened(&server, &path, &text);
                 }
                 let shown = sup.display(&path);
                 match p.action {
-                    Action::Diagnostics => file_diagnostics(sup, &server, &path).await,
+                    Action::Diagnostics => {
+                        file_diagnostics(sup, &self.diagnostics, &server, &path).await
+                    }
                     Action::Symbols => document_symbols(&server, &path, &shown).await?,
                     _ => {
                         let at = locate(
@@ -534,7 +536,12 @@ impl Ask<'_> {
     }
 }
 
-async fn file_diagnostics(sup: &Supervisor, server: &Server, path: &Path) -> String {
+async fn file_diagnostics(
+    sup: &Supervisor,
+    state: &Diagnostics,
+    server: &Server,
+    path: &Path,
+) -> String {
     let deadline = Instant::now() + server.request_timeout();
     let shown = sup.display(path);
     let Some(items) = diagnostics::current(server, path, deadline).await else {
@@ -548,11 +555,7 @@ async fn file_diagnostics(sup: &Supervisor, server: &Server, path: &Path) -> Str
             ),
         };
     };
-    sup.inner
-        .ledger
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .update(path, &items);
+    state.record(path, &items);
     let problems: Vec<_> = items.into_iter().filter(relevant).collect();
     if problems.is_empty() {
         return format!("none found: no errors or warnings in {shown}");
@@ -667,54 +670,4 @@ async fn workspace_symbols(sup: &Supervisor, query: &str) -> Result<String, Tool
         out.push_str(&format!("{}:{}: {what}\n", sup.display(&path), line + 1));
     }
     Ok(format!("{}{caveat}", out.trim_end()))
-}
-
-/// Workspace-wide pull diagnostics of one server, rendered; `None` when
-/// the server does not offer them or did not answer.
-pub async fn workspace_pull(sup: &Supervisor, server: &Server) -> Option<String> {
-    if !server.workspace_diagnostics() {
-        return None;
-    }
-    let params = WorkspaceDiagnosticParams {
-        identifier: None,
-        previous_result_ids: Vec::new(),
-        work_done_progress_params: WorkDoneProgressParams::default(),
-        partial_result_params: PartialResultParams::default(),
-    };
-    let answer = server
-        .client()
-        .request::<WorkspaceDiagnosticRequest>(&params, sup.config().checker_timeout)
-        .await
-        .ok()?;
-    let lsp_types::WorkspaceDiagnosticReportResult::Report(report) = answer else {
-        return None;
-    };
-    let mut out = String::new();
-    let mut count = 0;
-    for item in report.items {
-        let WorkspaceDocumentDiagnosticReport::Full(full) = item else {
-            continue;
-        };
-        let Some(path) = uri_to_path(&full.uri) else {
-            continue;
-        };
-        let problems: Vec<_> = full
-            .full_document_diagnostic_report
-            .items
-            .into_iter()
-            .filter(relevant)
-            .collect();
-        if !problems.is_empty() {
-            count += problems.len();
-            out.push_str(&render_file(sup, &path, "", &problems));
-        }
-    }
-    Some(if count == 0 {
-        format!("{} (workspace diagnostics): none found", server.spec.id)
-    } else {
-        format!(
-            "{} (workspace diagnostics): {count} problem(s)\n{out}",
-            server.spec.id
-        )
-    })
 }

@@ -19,7 +19,7 @@ use gantry_core::Tier;
 use gantry_process::program::{answer, on_path};
 use serde_json::{Value, json};
 
-use crate::servers::ServerSpec;
+use crate::spec::ServerSpec;
 
 /// Whose toolchain the run's servers use, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

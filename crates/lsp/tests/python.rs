@@ -388,9 +388,9 @@ async fn the_first_write_after_a_read_reports_only_what_it_introduced() {
     // diagnostics in the background (basedpyright only answers pulls).
     let path = run.workspace().resolve("main.py").unwrap();
     gantry_lsp::touch(&run, &path);
-    let supervisor = gantry_lsp::Supervisor::of(&run).unwrap();
+    let diagnostics = gantry_lsp::Diagnostics::of(&run).unwrap();
     assert!(
-        within(Duration::from_secs(60), async || supervisor
+        within(Duration::from_secs(60), async || diagnostics
             .has_baseline(&path))
         .await,
         "no baseline"
