@@ -30,7 +30,7 @@ skipped=()
 [ "${GANTRY_SKIP_DIST:-}" = 1 ] &&
   skipped+=("GANTRY_SKIP_DIST=1: the install artifacts built and installed (scripts/test-dist.sh)")
 [ "${GANTRY_SKIP_SANDBOX:-}" = 1 ] &&
-  skipped+=("GANTRY_SKIP_SANDBOX=1: the tests that confine real commands with Landlock, seccomp and namespaces (crates/process/tests/sandbox.rs and network.rs, crates/shell/tests/sandbox.rs, network.rs and unreaped.rs, crates/cli/tests/sandbox.rs, crates/kernel/tests/sandbox.rs and network.rs, the bridged server's network test in crates/discovery/tests)")
+  skipped+=("GANTRY_SKIP_SANDBOX=1: the tests that confine real commands with Landlock, seccomp and namespaces (crates/process/tests/sandbox.rs, namespaces.rs and network.rs, crates/shell/tests/sandbox.rs, network.rs and unreaped.rs, crates/cli/tests/sandbox.rs, crates/kernel/tests/sandbox.rs and network.rs, the bridged server's network test in crates/discovery/tests)")
 say_skipped() {
   local line
   for line in "${skipped[@]}"; do
@@ -112,7 +112,7 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings || rust=1
 # is reused rather than built (and stored) a second time.
 CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" tests/architecture/planted.sh || rust=1
 # The sandbox as an unprivileged user too (the machine's root runs the rest):
-# the process crate's sandbox and network tests again as `nobody`, with a home of its own
+# the process crate's sandbox, namespaces and network tests again as `nobody`, with a home of its own
 # holding shell profiles to attack. One test builds with the user's Rust
 # toolchain, which `nobody` cannot reach, so it runs as root only (above).
 if [ "$(id -u)" = 0 ] && [ "${GANTRY_SKIP_SANDBOX:-}" != 1 ]; then
@@ -136,6 +136,7 @@ for m in map(json.loads, sys.stdin):
   nobody_bin="$(mktemp -d /var/tmp/gantry-nobody-bin.XXXXXX)"
   chmod 755 "$nobody_bin"
   install -m 755 "$(test_binary sandbox)" "$nobody_bin/sandbox"
+  install -m 755 "$(test_binary namespaces)" "$nobody_bin/namespaces"
   install -m 755 "$(test_binary network)" "$nobody_bin/network"
   install -m 755 "$(dirname "$gantry_bin")/gantry-reap" "$nobody_bin/gantry-reap"
   as_nobody() {
@@ -144,7 +145,8 @@ for m in map(json.loads, sys.stdin):
       GANTRY_REAPER="$nobody_bin/gantry-reap" "$@")
   }
   echo "scripts/test.sh: the sandbox and network tests again as an unprivileged user (uid 65534)" >&2
-  as_nobody "$nobody_bin/sandbox" --skip a_cache_a_command_writes_is_its_workspaces_own || rust=1
+  as_nobody "$nobody_bin/sandbox" || rust=1
+  as_nobody "$nobody_bin/namespaces" --skip a_cache_a_command_writes_is_its_workspaces_own || rust=1
   as_nobody "$nobody_bin/network" || rust=1
   rm -rf "$nobody_home" "$nobody_bin"
 fi

@@ -298,6 +298,32 @@ impl Drop for PreparedRun {
     }
 }
 
+/// Makes the user's cache folder (`$XDG_CACHE_HOME`, else `~/.cache`)
+/// where it is missing, as the XDG base directory rules ask of any
+/// program that needs it (mode 0700), when it is one of `caches` and lies
+/// under no root: most builds keep their caches there (go-build, pip), and
+/// on a fresh account a command could not make it itself (only a cache
+/// that exists is seen through an overlay; the home above it is
+/// read-only).
+fn make_cache_home(caches: &[PathBuf], roots: &[PathBuf]) {
+    let Some(home) = super::policy::cache_home() else {
+        return;
+    };
+    if home.exists() || !caches.contains(&home) || roots.iter().any(|root| home.starts_with(root)) {
+        return;
+    }
+    use std::os::unix::fs::DirBuilderExt;
+    // The user's own cache folder, never a workspace's (checked above).
+    #[allow(clippy::disallowed_methods)]
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&home);
+    if let Err(e) = made {
+        tracing::warn!("cannot make the cache folder {}: {e}", home.display());
+    }
+}
+
 impl Layout {
     /// The layout for `roots` (workspace and `writableRoots`, where
     /// protected paths are kept), `writable` places, extra `protect`
@@ -315,6 +341,7 @@ impl Layout {
         // upper folder would be) is not seen through an overlay: the
         // workspace's writes would land in the upper folder.
         let state = gantry_core::settings::state_dir();
+        make_cache_home(caches, roots);
         let caches = caches
             .iter()
             .filter(|cache| cache.is_dir())

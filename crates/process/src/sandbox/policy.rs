@@ -290,6 +290,14 @@ pub(super) fn shown(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
+/// The user's cache folder: `$XDG_CACHE_HOME`, else `~/.cache`.
+pub(super) fn cache_home() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| dirs::home_dir().map(|home| home.join(".cache")))
+}
+
 /// The caches builds and installs write, writable by default in
 /// `workspace-write`: `$XDG_CACHE_HOME` or `~/.cache` (pip, go-build,
 /// many more), Cargo's registry and git checkouts (under `$CARGO_HOME`),
@@ -312,7 +320,7 @@ pub fn default_caches() -> Vec<PathBuf> {
             .join("pkg/mod")
     });
     vec![
-        env("XDG_CACHE_HOME").unwrap_or_else(|| home.join(".cache")),
+        cache_home().unwrap_or_else(|| home.join(".cache")),
         cargo.join("registry"),
         cargo.join("git"),
         home.join(".npm"),

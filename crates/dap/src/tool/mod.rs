@@ -3,12 +3,13 @@
 //! stop at most `wait_ms` and then say "still running"; every stop comes
 //! with its reason, thread, `file:line`, the source line and the top
 //! frame's locals; every list is capped and says how to see the rest.
+//! Here the parameters and the ops that drive the program; what a stop
+//! says is in [`report`], the ops that look at a stopped program in
+//! [`inspect`].
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gantry_core::workspace::read_regular;
 use gantry_core::{Run, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, async_trait};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -16,11 +17,13 @@ use serde_json::json;
 
 use crate::adapters::{Adapter, Entry, Target};
 use crate::debugger::{Debugger, describe_state, locate, project_python};
-use crate::session::{Outcome, Placed, Session, State, Stop};
-use crate::types::{
-    Evaluated, ExceptionInfo, Scopes, StackFrame, StackTrace, Threads, Variable, Variables,
-};
+use crate::session::{Outcome, Placed, State, Stop};
 use gantry_process::sandbox::Sandbox;
+
+mod inspect;
+mod report;
+
+use inspect::{first_thread, not_stopped};
 
 /// The default wait for a stop.
 const DEFAULT_WAIT_MS: u64 = 10_000;
@@ -572,271 +575,6 @@ impl Debug {
         };
         Ok(self.render_outcome(&session, outcome, wait, run).await)
     }
-
-    async fn threads(&self) -> Result<String, String> {
-        let session = self.debugger.live().await?;
-        let Threads { threads } = session.ask("threads", json!({})).await?;
-        if threads.is_empty() {
-            return Ok("no threads".into());
-        }
-        Ok(threads
-            .iter()
-            .map(|t| format!("thread {}: {}", t.id, t.name))
-            .collect::<Vec<_>>()
-            .join("\n"))
-    }
-
-    async fn stack(&self, p: &DebugParams, run: &Run) -> Result<String, String> {
-        let session = self.debugger.live().await?;
-        let stop = stopped(&session, "stack")?;
-        let thread = match p.thread_id.or(stop.thread_id) {
-            Some(thread) => thread,
-            None => first_thread(&session).await?,
-        };
-        let offset = p.offset.unwrap_or(0) as usize;
-        let trace: StackTrace = session
-            .ask(
-                "stackTrace",
-                json!({"threadId": thread, "startFrame": offset, "levels": STACK_CAP}),
-            )
-            .await?;
-        let frames = &trace.stack_frames;
-        let mut lines = vec![format!(
-            "thread {thread}, frame ids for `scopes` and `evaluate`:"
-        )];
-        for frame in frames.iter().take(STACK_CAP) {
-            lines.push(format!(
-                "  frame {}: {} at {}",
-                frame.id,
-                frame.name,
-                place_of(frame, run)
-            ));
-        }
-        let shown = offset + frames.len().min(STACK_CAP);
-        match trace.total_frames.map(|t| t as usize) {
-            Some(total) if total > shown => lines.push(format!(
-                "{} more frame(s) not shown: `stack` with offset {shown} for the next {STACK_CAP}",
-                total - shown
-            )),
-            None if frames.len() >= STACK_CAP => lines.push(format!(
-                "more frames may follow: `stack` with offset {shown} for the next {STACK_CAP}"
-            )),
-            _ => {}
-        }
-        Ok(lines.join("\n"))
-    }
-
-    async fn scopes(&self, p: &DebugParams) -> Result<String, String> {
-        let session = self.debugger.live().await?;
-        let stop = stopped(&session, "scopes")?;
-        let frame = match p.frame_id {
-            Some(frame) => frame,
-            None => top_frame(&session, &stop).await?.id,
-        };
-        let Scopes { scopes } = session.ask("scopes", json!({"frameId": frame})).await?;
-        if scopes.is_empty() {
-            return Ok(format!("frame {frame} has no scopes"));
-        }
-        let mut lines = vec![format!(
-            "scopes of frame {frame} (`variables` with the reference):"
-        )];
-        for scope in scopes {
-            let mut line = format!("  {}: reference {}", scope.name, scope.variables_reference);
-            if let Some(count) = scope.named_variables {
-                line.push_str(&format!(", {count} variables"));
-            }
-            if scope.expensive {
-                line.push_str(" (expensive)");
-            }
-            lines.push(line);
-        }
-        Ok(lines.join("\n"))
-    }
-
-    async fn variables(&self, p: &DebugParams) -> Result<String, String> {
-        let session = self.debugger.live().await?;
-        stopped(&session, "variables")?;
-        let reference = p.reference.unwrap_or_default();
-        let offset = p.offset.unwrap_or(0) as usize;
-        let Variables { variables } = session
-            .ask("variables", json!({"variablesReference": reference}))
-            .await?;
-        Ok(render_variables(
-            &variables,
-            reference,
-            offset,
-            VARIABLES_CAP,
-            &format!("variables of reference {reference}"),
-        ))
-    }
-
-    async fn evaluate(&self, p: &DebugParams) -> Result<String, String> {
-        let session = self.debugger.live().await?;
-        let stop = stopped(&session, "evaluate")?;
-        let frame = match p.frame_id {
-            Some(frame) => frame,
-            None => top_frame(&session, &stop).await?.id,
-        };
-        let expression = p.expression.as_deref().unwrap_or_default();
-        let context = session.adapter.evaluate_context();
-        let value: Evaluated = session
-            .ask(
-                "evaluate",
-                json!({"expression": expression, "frameId": frame, "context": context}),
-            )
-            .await?;
-        let mut text = format!("{expression} = {}", cut(&value.result, EVALUATE_CAP));
-        if let Some(kind) = value.kind.filter(|k| !k.is_empty()) {
-            text.push_str(&format!(" ({kind})"));
-        }
-        if value.variables_reference > 0 {
-            text.push_str(&format!(
-                " [reference {}: `variables` lists its children]",
-                value.variables_reference
-            ));
-        }
-        Ok(text)
-    }
-
-    fn output(&self) -> String {
-        let Some(session) = self.debugger.current() else {
-            return "no debug session".into();
-        };
-        let (text, cut) = session.output();
-        if text.is_empty() {
-            return "the program printed nothing so far".into();
-        }
-        if cut > 0 {
-            format!("{text}\n({cut} bytes in the middle were cut; the start and the end are kept)")
-        } else {
-            text
-        }
-    }
-
-    async fn render_outcome(
-        &self,
-        session: &Session,
-        outcome: Outcome,
-        wait: Duration,
-        run: &Run,
-    ) -> String {
-        match outcome {
-            Outcome::Stopped(stop) => self.report_stop(session, &stop, run).await,
-            Outcome::StillRunning => format!(
-                "still running after {:.1} s (no stop yet): `continue` to wait again, `pause` to \
-                 stop it where it is, `output` to see what it printed",
-                wait.as_secs_f64()
-            ),
-            Outcome::Over(why) => {
-                let tail = last_lines(&session.output().0, OUTPUT_LINES);
-                if tail.is_empty() {
-                    format!("{why}; it printed nothing")
-                } else {
-                    format!("{why}; the end of its output:\n{tail}")
-                }
-            }
-        }
-    }
-
-    /// Reason, thread, `file:line`, the source line and the top frame's
-    /// locals: what an agent needs at every stop.
-    async fn report_stop(&self, session: &Session, stop: &Stop, run: &Run) -> String {
-        let mut lines = vec![match stop.thread_id {
-            Some(thread) => format!("stopped: {} in thread {thread}", stop.reason),
-            None => format!("stopped: {}", stop.reason),
-        }];
-        let said: Vec<&str> = [stop.description.as_deref(), stop.text.as_deref()]
-            .into_iter()
-            .flatten()
-            .filter(|s| !s.is_empty())
-            .collect();
-        // A breakpoint's or a step's own words ("breakpoint 1.1") say
-        // nothing more than the reason.
-        if !said.is_empty() && !routine(&stop.reason) {
-            lines.push(format!("  {}", said.join(": ")));
-        }
-        if stop.reason == "exception"
-            && session.capability("supportsExceptionInfoRequest")
-            && let Some(thread) = stop.thread_id
-            && let Ok(info) = session
-                .ask::<ExceptionInfo>("exceptionInfo", json!({"threadId": thread}))
-                .await
-        {
-            let description = info.description.unwrap_or_default();
-            if !said.iter().any(|s| s.contains(description.as_str())) {
-                lines.push(format!(
-                    "  exception {}: {}",
-                    info.exception_id,
-                    cut(&description, VALUE_CAP)
-                ));
-            }
-        }
-        if !routine(&stop.reason) {
-            let tail = last_lines(&session.output().0, 5);
-            if !tail.is_empty() {
-                lines.push(format!("the end of its output:\n{tail}"));
-            }
-        }
-        let frame = match top_frame(session, stop).await {
-            Ok(frame) => frame,
-            Err(e) => {
-                lines.push(format!("(no frame: {e})"));
-                return lines.join("\n");
-            }
-        };
-        // Under lldb a Rust panic stops at the `rust_panic` breakpoint
-        // set at launch, after the panic printed its message.
-        if frame.name.ends_with("rust_panic") {
-            lines[0] = lines[0].replacen(&stop.reason, "panic (Rust)", 1);
-            let output = &session.output().0;
-            lines.push(match panic_message(output) {
-                Some(message) => format!("{message}\n`stack` shows where it panicked"),
-                None => format!(
-                    "the end of its output:\n{}\n`stack` shows where it panicked",
-                    last_lines(output, 5)
-                ),
-            });
-        }
-        lines.push(format!(
-            "at {} in {} (frame {})",
-            place_of(&frame, run),
-            frame.name,
-            frame.id
-        ));
-        if let Some(source) = source_line(&frame) {
-            lines.push(format!("  {} | {source}", frame.line));
-        }
-        if let Some(locals) = self.locals(session, &frame).await {
-            lines.push(locals);
-        }
-        lines.join("\n")
-    }
-
-    async fn locals(&self, session: &Session, frame: &StackFrame) -> Option<String> {
-        let Scopes { scopes } = session
-            .ask("scopes", json!({"frameId": frame.id}))
-            .await
-            .ok()?;
-        let scope = scopes.into_iter().find(|s| !s.expensive)?;
-        let reference = scope.variables_reference;
-        let Variables { variables } = session
-            .ask("variables", json!({"variablesReference": reference}))
-            .await
-            .ok()?;
-        Some(render_variables(
-            &variables,
-            reference,
-            0,
-            STOP_LOCALS_CAP,
-            &format!("{} (reference {reference})", scope.name),
-        ))
-    }
-}
-
-/// A stop that is the program's normal course under the debugger, not
-/// an error it ran into.
-fn routine(reason: &str) -> bool {
-    matches!(reason, "breakpoint" | "step" | "pause" | "entry" | "goto")
 }
 
 fn is_pause_signal(stop: &Stop) -> bool {
@@ -871,72 +609,7 @@ fn command_op(command: &str) -> &'static str {
     }
 }
 
-/// The stop, or an error that says what to do while the program runs.
-fn stopped(session: &Session, op: &str) -> Result<Stop, String> {
-    match session.state() {
-        State::Stopped(stop) => Ok(stop),
-        state => Err(not_stopped(&state, op)),
-    }
-}
-
-fn not_stopped(state: &State, op: &str) -> String {
-    match state {
-        State::Running | State::Starting => format!(
-            "{op} needs a stopped program, and it is running: `pause` it, or `continue` (with \
-             wait_ms) to wait for a breakpoint"
-        ),
-        _ => format!("{op} needs a stopped program, and it is over: `launch` it again"),
-    }
-}
-
-async fn first_thread(session: &Session) -> Result<i64, String> {
-    let Threads { threads } = session.ask("threads", json!({})).await?;
-    threads
-        .first()
-        .map(|t| t.id)
-        .ok_or_else(|| "the program has no threads".into())
-}
-
-async fn top_frame(session: &Session, stop: &Stop) -> Result<StackFrame, String> {
-    let thread = match stop.thread_id {
-        Some(thread) => thread,
-        None => first_thread(session).await?,
-    };
-    let trace: StackTrace = session
-        .ask(
-            "stackTrace",
-            json!({"threadId": thread, "startFrame": 0, "levels": 1}),
-        )
-        .await?;
-    trace
-        .stack_frames
-        .into_iter()
-        .next()
-        .ok_or_else(|| format!("thread {thread} has no frames"))
-}
-
-/// `file:line` of a frame, workspace-relative when inside it.
-fn place_of(frame: &StackFrame, run: &Run) -> String {
-    let line = frame.line;
-    match frame.path() {
-        Some(path) => format!("{}:{line}", run.workspace().display(Path::new(path))),
-        None => match frame.source.as_ref().and_then(|s| s.name.as_deref()) {
-            Some(name) => format!("{name}:{line} (no source file)"),
-            None => "an unknown place (no source)".into(),
-        },
-    }
-}
-
-/// The text of the frame's line, read without blocking (the file may be a
-/// library's, outside the workspace).
-fn source_line(frame: &StackFrame) -> Option<String> {
-    let bytes = read_regular(Path::new(frame.path()?)).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    let source = text.lines().nth((frame.line as usize).checked_sub(1)?)?;
-    Some(cut(source.trim_end(), VALUE_CAP))
-}
-
-fn render_placed(file: &str, placed: &[Placed]) -> String {
+pub(super) fn render_placed(file: &str, placed: &[Placed]) -> String {
     let mut lines = vec![format!("breakpoints in {file}:")];
     for one in placed {
         let mut line = format!("  line {}: ", one.line);
@@ -956,129 +629,11 @@ fn render_placed(file: &str, placed: &[Placed]) -> String {
     lines.join("\n")
 }
 
-fn render_variables(
-    variables: &[Variable],
-    reference: i64,
-    offset: usize,
-    cap: usize,
-    title: &str,
-) -> String {
-    if variables.is_empty() {
-        return format!("{title}: none");
-    }
-    let shown: Vec<&Variable> = variables.iter().skip(offset).take(cap).collect();
-    let mut lines = vec![format!(
-        "{title}, {}–{} of {}:",
-        (offset + 1).min(variables.len()),
-        offset + shown.len(),
-        variables.len()
-    )];
-    for variable in &shown {
-        let mut line = format!("  {} = {}", variable.name, cut(&variable.value, VALUE_CAP));
-        if let Some(kind) = variable.kind.as_deref().filter(|k| !k.is_empty()) {
-            line.push_str(&format!(" ({kind})"));
-        }
-        if variable.variables_reference > 0 {
-            line.push_str(&format!(" [reference {}]", variable.variables_reference));
-        }
-        lines.push(line);
-    }
-    let rest = variables.len().saturating_sub(offset + shown.len());
-    if rest > 0 {
-        lines.push(format!(
-            "{rest} more not shown: `variables` with reference {reference} and offset {}",
-            offset + shown.len()
-        ));
-    }
-    lines.join("\n")
-}
-
-/// `text` cut at `max` characters, saying how long it was and how to read
-/// the rest.
-fn cut(text: &str, max: usize) -> String {
-    match gantry_core::text::char_prefix(text, max) {
-        None => text.to_string(),
-        Some(kept) => format!(
-            "{kept}… (cut at {max} of {} characters; `evaluate` a slice of it for the rest)",
-            text.chars().count()
-        ),
-    }
-}
-
-/// A Rust panic's own words in a program's output: the last `panicked at`
-/// line and its message, without the backtrace that `RUST_BACKTRACE`
-/// prints after it (and that would push the message out of a tail).
-fn panic_message(output: &str) -> Option<String> {
-    let lines: Vec<&str> = output.lines().collect();
-    let start = lines
-        .iter()
-        .rposition(|line| line.contains("panicked at"))?;
-    let message: Vec<&str> = lines[start..]
-        .iter()
-        .take(6)
-        .take_while(|line| !line.starts_with("stack backtrace:") && !line.starts_with("note: "))
-        .copied()
-        .collect();
-    Some(message.join("\n"))
-}
-
-fn last_lines(text: &str, count: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(count)..].join("\n")
-}
-
 fn minutes(duration: Duration) -> String {
     let seconds = duration.as_secs();
     if seconds >= 60 {
         format!("{} min", seconds.div_ceil(60))
     } else {
         format!("{seconds} s")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_panic_message_is_found_before_its_backtrace() {
-        let output = "starting\nthread 'main' panicked at src/main.rs:4:9:\nbad input: 42\nstack \
-                      backtrace:\n   0: std::panicking::begin_panic\n   1: main::main\nnote: Some \
-                      details are omitted";
-        assert_eq!(
-            panic_message(output).unwrap(),
-            "thread 'main' panicked at src/main.rs:4:9:\nbad input: 42"
-        );
-        assert_eq!(panic_message("no panic here"), None);
-    }
-
-    #[test]
-    fn values_are_cut_on_characters_and_say_so() {
-        let long = "é".repeat(500);
-        let shown = cut(&long, VALUE_CAP);
-        assert!(shown.starts_with(&"é".repeat(400)));
-        assert!(shown.contains("cut at 400 of 500 characters"), "{shown}");
-        assert_eq!(cut("short", VALUE_CAP), "short");
-    }
-
-    #[test]
-    fn variables_past_the_cap_say_how_to_get_them() {
-        let variables: Vec<Variable> = (0..60)
-            .map(|i| Variable {
-                name: format!("v{i}"),
-                value: i.to_string(),
-                ..Variable::default()
-            })
-            .collect();
-        let first = render_variables(&variables, 7, 0, VARIABLES_CAP, "Locals");
-        assert!(first.contains("1–50 of 60"), "{first}");
-        assert!(first.contains("v49 = 49") && !first.contains("v50 ="));
-        assert!(first.contains("10 more not shown: `variables` with reference 7 and offset 50"));
-        let rest = render_variables(&variables, 7, 50, VARIABLES_CAP, "Locals");
-        assert!(
-            rest.contains("51–60 of 60") && rest.contains("v59 = 59"),
-            "{rest}"
-        );
-        assert!(!rest.contains("more not shown"));
     }
 }
