@@ -1,134 +1,25 @@
-//! gantry-discovery against real peers: `@modelcontextprotocol/server-everything`
-//! and `@modelcontextprotocol/server-filesystem` over stdio, servers written
-//! with the official Python `mcp` SDK over stdio and streamable HTTP, and a
-//! discovery command. scripts/install-discovery.sh installs them all.
+//! Bridged MCP servers against real peers:
+//! `@modelcontextprotocol/server-everything` and
+//! `@modelcontextprotocol/server-filesystem` over stdio, and servers written
+//! with the official Python `mcp` SDK over stdio and streamable HTTP.
+//! scripts/install-discovery.sh installs them all.
 
 // Tests build their fixtures directly.
 #![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gantry_core::testing::{err, fails, ok, workspace_with};
-use gantry_core::{
-    Answer, ApprovalMode, CallErrorKind, Confirmation, Family, Human, HumanError, Question, Run,
-    Settings, Surface, Tier, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Workspace,
-    async_trait,
-};
-use gantry_discovery::FAMILY;
-use serde_json::{Value, json};
+use gantry_core::{Answer, ApprovalMode, CallErrorKind, Surface, Tier};
+use serde_json::json;
 
-fn peer(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/peers")
-        .join(name)
-        .display()
-        .to_string()
-}
+mod common;
 
-/// A stand-in for one of Gantry's own tools, to clash with.
-struct BuiltIn;
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct NoParams {}
-
-#[async_trait]
-impl Tool for BuiltIn {
-    type Params = NoParams;
-    fn spec(&self) -> ToolSpec {
-        ToolSpec::new("read_file", "Read", Tier::Read, "The built-in.")
-    }
-    fn describe(&self, _: &NoParams) -> String {
-        "read".into()
-    }
-    async fn execute(&self, _: NoParams, _: ToolContext) -> Result<ToolResult, ToolError> {
-        Ok(ToolResult::text("the built-in ran"))
-    }
-}
-
-/// The person behind a test's surface: answers every question with
-/// `reply` and records what it was asked.
-struct Person {
-    reply: Answer,
-    asked: Mutex<Vec<String>>,
-}
-
-#[async_trait]
-impl Human for Person {
-    async fn confirm(&self, tool: &str, _: &Confirmation) -> Result<bool, HumanError> {
-        self.asked.lock().unwrap().push(format!("confirm {tool}"));
-        Ok(false)
-    }
-    async fn ask(&self, question: &Question) -> Result<Answer, HumanError> {
-        self.asked.lock().unwrap().push(question.render());
-        Ok(self.reply.clone())
-    }
-}
-
-async fn run_with(
-    root: &Path,
-    settings: Value,
-    surface: Surface,
-    human: Option<Arc<dyn Human>>,
-) -> Run {
-    let mut builder = Run::builder(Workspace::new(root).unwrap())
-        .settings(Settings::from_value(settings).unwrap())
-        .surface(surface)
-        .tool(BuiltIn);
-    if let Some(human) = human {
-        builder = builder.human(human);
-    }
-    FAMILY.wire(builder).await.unwrap().build()
-}
-
-async fn run_of(root: &Path, settings: Value) -> Run {
-    run_with(root, settings, Surface::default(), None).await
-}
-
-fn names(run: &Run) -> Vec<String> {
-    run.tools().into_iter().map(|tool| tool.name).collect()
-}
-
-async fn status(run: &Run) -> String {
-    FAMILY.status(run).await.join("\n")
-}
-
-/// Every file of the workspace with its content, to show nothing was
-/// written there.
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path.clone());
-                files.insert(path, Vec::new());
-            } else {
-                files.insert(path.clone(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    files
-}
-
-/// Waits (bounded) for the run's tool list to satisfy `test`.
-async fn tools_until(run: &Run, bound: Duration, test: impl Fn(&[String]) -> bool) -> bool {
-    let mut changed = run.tools_changed();
-    tokio::time::timeout(bound, async {
-        loop {
-            if test(&names(run)) {
-                return;
-            }
-            changed.changed().await.unwrap();
-        }
-    })
-    .await
-    .is_ok()
-}
+use common::{Person, names, peer, run_of, run_with, snapshot, status, tools_until};
 
 #[tokio::test]
 async fn stdio_servers_are_bridged_with_names_tiers_and_filters() {
@@ -608,129 +499,6 @@ async fn elicitation_reaches_the_person_of_the_open_call_or_is_declined() {
 }
 
 #[tokio::test]
-async fn discovered_tools_run_the_call_command_and_clashes_are_said() {
-    let dir = workspace_with(&[("a.txt", "a")]);
-    let root = dir.path();
-    let before = snapshot(root);
-    let tools = peer("tools.py");
-    let settings = json!({
-        "toolDiscoveryCommand": format!("python3 '{tools}' discover"),
-        "toolCallCommand": format!("python3 '{tools}' call"),
-    });
-    let run = run_of(root, settings.clone()).await;
-    let listed = names(&run);
-    assert!(
-        listed.contains(&"add".to_string()) && listed.contains(&"fail".to_string()),
-        "{listed:?}"
-    );
-    assert_eq!(ok(&run, "add", json!({"a": 2, "b": 3})).await.trim(), "5");
-    assert_eq!(ok(&run, "read_file", json!({})).await, "the built-in ran");
-    let failed = err(&run, "fail", json!({})).await;
-    for part in ["exit code: 4", "partial output", "something broke"] {
-        assert!(failed.contains(part), "{part} in {failed}");
-    }
-    refused_as_invalid(&run).await;
-    let said = status(&run).await;
-    assert!(
-        said.contains("toolDiscoveryCommand declared 5 tools"),
-        "{said}"
-    );
-    assert!(
-        said.contains("`read_file` from the discovery command is hidden by Gantry's own tool"),
-        "{said}"
-    );
-    assert!(
-        said.contains("`add` from the discovery command is hidden by an earlier tool"),
-        "{said}"
-    );
-    let tiers: BTreeMap<String, Tier> = run.tools().into_iter().map(|t| (t.name, t.tier)).collect();
-    assert_eq!(tiers["add"], Tier::Exec);
-    run.shutdown().await;
-    assert_eq!(snapshot(root), before, "the workspace was changed");
-}
-
-async fn refused_as_invalid(run: &Run) {
-    let error = fails(run, "add", json!({"a": 1}), CallErrorKind::InvalidParams).await;
-    assert!(error.message.contains("b"), "{}", error.message);
-}
-
-#[tokio::test]
-async fn an_untrusted_workspace_starts_nothing() {
-    let home = tempfile::tempdir().unwrap();
-    let dir = workspace_with(&[(
-        ".gantry/settings.json",
-        json!({
-            "mcpServers": {"fs": {"command": "mcp-server-filesystem", "args": ["."]}},
-            "toolDiscoveryCommand": "python3 tools.py discover"
-        })
-        .to_string(),
-    )]);
-    let settings = Settings::load_from(&home.path().join("settings.json"), dir.path()).unwrap();
-    let run = FAMILY
-        .wire(Run::builder(Workspace::new(dir.path()).unwrap()).settings(settings))
-        .await
-        .unwrap()
-        .build();
-    assert!(names(&run).is_empty(), "{:?}", names(&run));
-    let said = status(&run).await;
-    assert!(
-        said.contains("ignored from") && said.contains("`toolDiscoveryCommand`, `mcpServers`"),
-        "{said}"
-    );
-    run.shutdown().await;
-}
-
-#[tokio::test]
-async fn discovered_commands_and_bridged_servers_run_in_the_sandbox() {
-    let dir = workspace_with(&[("a.txt", "a")]);
-    let root = dir.path().canonicalize().unwrap();
-    let tools = peer("tools.py");
-    let run = run_of(
-        &root,
-        json!({
-            "toolDiscoveryCommand": format!("python3 '{tools}' discover"),
-            "toolCallCommand": format!("python3 '{tools}' call"),
-            "mcpServers": {"py": {"command": "python3", "args": [peer("stdio_server.py")]}}
-        }),
-    )
-    .await;
-    // Inside the workspace: allowed, for both.
-    let inside = root.join("inside.txt");
-    ok(&run, "write", json!({"path": inside})).await;
-    ok(&run, "py__write", json!({"path": root.join("inside2.txt")})).await;
-    assert!(inside.exists());
-    // In the home directory (not a cache, not the workspace): refused.
-    let home = PathBuf::from(std::env::var("HOME").unwrap());
-    for (tool, name) in [("write", "command"), ("py__write", "server")] {
-        let outside = home.join(format!(
-            "gantry-discovery-sandbox-probe-{name}-{}",
-            std::process::id()
-        ));
-        let refused = run.call(tool, json!({"path": outside})).await;
-        let written = outside.exists();
-        let _ = std::fs::remove_file(&outside);
-        assert!(
-            !written,
-            "{tool} wrote {} outside the sandbox",
-            outside.display()
-        );
-        let message = match refused {
-            Ok(result) => result.text_content(),
-            Err(error) => error.message,
-        };
-        // The command's own error says why; the Python SDK hides a
-        // tool's exception behind "Error executing tool".
-        let expected = if name == "command" {
-            "Permission denied"
-        } else {
-            "Error executing tool write"
-        };
-        assert!(message.contains(expected), "{message}");
-    }
-    run.shutdown().await;
-}
-
-#[tokio::test]
 async fn a_streamable_http_server_that_dies_is_said() {
     let (server, url) = http_peer(None);
     let dir = workspace_with(&[("a.txt", "a")]);
@@ -812,67 +580,4 @@ async fn a_servers_own_list_change_reaches_the_run() {
     assert!(changes.has_changed().unwrap());
     assert_eq!(ok(&run, "py__grown", json!({})).await, "grown");
     run.shutdown().await;
-}
-
-/// A discovery command slower than the start-up bound does not hold the
-/// run back (a client waits for the server to start): its tools arrive
-/// later, with a notice, as a slow server's do. A run that ends first
-/// kills it.
-#[tokio::test]
-async fn a_slow_discovery_command_does_not_hold_up_the_start() {
-    let dir = workspace_with(&[("a.txt", "a")]);
-    let tools = peer("tools.py");
-    let started = std::time::Instant::now();
-    let run = run_of(
-        dir.path(),
-        json!({
-            "toolDiscoveryCommand": format!("sh -c \"sleep 20; exec python3 '{tools}' discover\""),
-            "toolCallCommand": format!("python3 '{tools}' call"),
-        }),
-    )
-    .await;
-    let waited = started.elapsed();
-    // The bound is 10 s; the command takes 20.
-    assert!(waited < Duration::from_secs(18), "wiring waited {waited:?}");
-    assert!(
-        status(&run)
-            .await
-            .contains("toolDiscoveryCommand is still running"),
-        "{}",
-        status(&run).await
-    );
-    assert!(!names(&run).contains(&"add".to_string()));
-    let arrived = tools_until(&run, Duration::from_secs(60), |names| {
-        names.iter().any(|n| n == "add")
-    })
-    .await;
-    assert!(arrived, "{:?}", names(&run));
-    let added = ok(&run, "add", json!({"a": 2, "b": 3})).await;
-    assert!(added.starts_with('5'), "{added}");
-    assert!(
-        added.contains("toolDiscoveryCommand finished: its 5 tools are now available"),
-        "{added}"
-    );
-    assert!(
-        status(&run)
-            .await
-            .contains("toolDiscoveryCommand declared 5 tools")
-    );
-    run.shutdown().await;
-
-    let run = run_of(
-        dir.path(),
-        json!({
-            "toolDiscoveryCommand": "sh -c \"touch discovery.started; exec sleep 60.4711\"",
-            "toolCallCommand": "true",
-        }),
-    )
-    .await;
-    assert!(dir.path().join("discovery.started").exists());
-    let pid = gantry_core::testing::process_with("60.4711").expect("the discovery command runs");
-    run.shutdown().await;
-    assert!(
-        gantry_core::testing::exited(pid, Duration::from_secs(10)).await,
-        "the discovery command outlived its run"
-    );
 }
