@@ -40,6 +40,8 @@
 
 pub mod edit;
 mod flow;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod patch;
 mod report;
 mod text;

@@ -98,7 +98,9 @@ pub(crate) fn apply_hunks(
         });
         rest = next;
     }
-    let mut final_newline = body.ends_with('\n');
+    // Lines added to an empty file end with a newline, as a diff adding
+    // them says (unless it says `\ No newline at end of file`).
+    let mut final_newline = body.is_empty() || body.ends_with('\n');
 
     let mut replacements: Vec<(usize, usize, &[String])> = Vec::new();
     let mut failures = Vec::new();

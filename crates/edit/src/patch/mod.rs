@@ -7,7 +7,9 @@
 //! lines it looked for.
 
 mod apply;
-mod parse;
+pub(crate) mod parse;
+#[cfg(test)]
+mod properties;
 
 use std::path::PathBuf;
 
