@@ -43,6 +43,8 @@
 #![deny(missing_docs)]
 
 mod cache;
+#[doc(hidden)]
+pub mod fuzz;
 mod lang;
 mod pattern;
 mod search;

@@ -46,6 +46,8 @@
 
 pub mod caller;
 pub mod family;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod human;
 mod pipeline;
 pub mod registry;

@@ -219,7 +219,7 @@ impl Settings {
     }
 
     /// Merges the settings `object` of `file` at `level`.
-    fn add_layer(&mut self, level: Level, file: &Path, object: Map<String, Value>) {
+    pub(crate) fn add_layer(&mut self, level: Level, file: &Path, object: Map<String, Value>) {
         let layer = match level {
             Level::User => &mut self.user,
             Level::Workspace => &mut self.workspace,

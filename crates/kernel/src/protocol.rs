@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 
@@ -114,7 +114,9 @@ pub async fn write_frame(to: &mut pipe::Sender, frame: &ToKernel<'_>) -> std::io
 /// half-way is never dropped). The channel closes when the kernel closes
 /// its end: it exited, or its driver broke; an unreadable frame is an
 /// `Err` with what was wrong.
-pub fn read_frames(mut from: pipe::Receiver) -> mpsc::Receiver<Result<FromKernel, String>> {
+pub fn read_frames(
+    mut from: impl AsyncRead + Unpin + Send + 'static,
+) -> mpsc::Receiver<Result<FromKernel, String>> {
     let (sender, frames) = mpsc::channel(64);
     tokio::spawn(async move {
         loop {

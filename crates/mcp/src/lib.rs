@@ -13,6 +13,8 @@
 //! # }
 //! ```
 
+#[doc(hidden)]
+pub mod fuzz;
 mod http;
 mod human;
 mod jsonrpc;
