@@ -14,6 +14,10 @@ cd "$(dirname "$0")/.."
 seconds="${1:-600}"
 shift || true
 command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
+# The workspace's release profile is for the shipped binary (size, one
+# fat-LTO unit); fuzz binaries want speed and a short build.
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=3 CARGO_PROFILE_RELEASE_LTO=false \
+  CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_STRIP=false
 targets=("$@")
 if [ ${#targets[@]} = 0 ]; then
   mapfile -t targets < <(ls fuzz/fuzz_targets | sed 's/\.rs$//')

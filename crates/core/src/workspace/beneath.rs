@@ -44,6 +44,8 @@ pub(crate) struct RootDir {
 
 impl RootDir {
     /// Opens the directory at `path` (canonicalised) as a root.
+    // A read-only open (O_PATH or O_RDONLY): it writes nothing.
+    #[allow(clippy::disallowed_methods)]
     pub(crate) fn open(path: &Path) -> io::Result<Self> {
         let path = path.canonicalize()?;
         let handle = rustix::fs::open(
@@ -65,6 +67,8 @@ impl RootDir {
     /// itself) with `flags`, confined to the root by the kernel. With
     /// `follow_last` false the last component is not followed when it is a
     /// link (pair with `O_NOFOLLOW` or `O_PATH`).
+    // The confined open itself: beneath the root, by the kernel. It writes only for the callers that ask it to (the write path, crates/core/src/write).
+    #[allow(clippy::disallowed_methods)]
     pub(crate) fn open_at(
         &self,
         rel: &Path,
@@ -105,6 +109,8 @@ impl RootDir {
     /// Opens `rel` with `flags` only when no component of it is a symlink
     /// (`ELOOP` otherwise, the last one included): for a file whose trust
     /// depends on its being the very file at that place.
+    // The confined open itself: beneath the root, by the kernel. It writes only for the callers that ask it to (the write path, crates/core/src/write).
+    #[allow(clippy::disallowed_methods)]
     pub(crate) fn open_link_free(&self, rel: &Path, flags: OFlags) -> io::Result<OwnedFd> {
         let resolve =
             ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
@@ -178,6 +184,8 @@ impl RootDir {
     }
 
     /// One link-free path, opened without following its last component.
+    // A read-only open beneath the root (O_PATH or O_RDONLY): it writes nothing.
+    #[allow(clippy::disallowed_methods)]
     fn open_component(&self, rel: &Path) -> Result<OwnedFd, Errno> {
         let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
@@ -206,6 +214,8 @@ impl RootDir {
     }
 
     /// A fresh handle on the root directory itself, readable, for locks.
+    // A read-only open beneath the root (O_PATH or O_RDONLY): it writes nothing.
+    #[allow(clippy::disallowed_methods)]
     pub(crate) fn reopen(&self) -> io::Result<OwnedFd> {
         Ok(rustix::fs::openat(
             &self.handle,

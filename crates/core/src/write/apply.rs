@@ -67,6 +67,8 @@ pub(crate) struct Outcome {
 
 /// Applies `changes` to files under `workspace`, all or nothing, holding
 /// the root's lock between processes.
+// The write path itself: temporary files, directories and renames by handle beneath the workspace root.
+#[allow(clippy::disallowed_methods)]
 pub(crate) fn apply(workspace: &Workspace, changes: Vec<Change>) -> Result<Outcome, WriteError> {
     let failpoint = Failpoint::from_env();
     let root = workspace.root();
@@ -236,6 +238,8 @@ fn held_dir<'a>(held: &'a [HeldDir], temp: &Path) -> &'a OwnedFd {
 
 /// Removes the temp files already made, through the directories they were
 /// made in (their names may have been swapped away since).
+// The write path itself: temporary files, directories and renames by handle beneath the workspace root.
+#[allow(clippy::disallowed_methods)]
 fn roll_back_held(plan: &Journal, held: &[HeldDir]) {
     for rename in &plan.renames {
         let parent = rename.temp.parent().unwrap_or(Path::new("/"));
@@ -256,6 +260,8 @@ fn file_name(path: &Path) -> &std::ffi::OsStr {
 /// Writes and syncs every temp file, creating what directories are
 /// missing; every directory used is opened beneath the root and held in
 /// `held` until the renames are done.
+// The write path itself: temporary files, directories and renames by handle beneath the workspace root.
+#[allow(clippy::disallowed_methods)]
 fn write_temps(
     workspace: &Workspace,
     plan: &Journal,

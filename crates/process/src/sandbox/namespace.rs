@@ -206,6 +206,8 @@ pub(crate) fn enter(
     make_mounts_private()?;
     // What stays visible beneath a hidden folder is held open first: once
     // the folder is covered its path leads into the empty one.
+    // O_PATH handles, to hold folders open: nothing is written.
+    #[allow(clippy::disallowed_methods)]
     let revealed: Vec<(PathBuf, OwnedFd)> = plan
         .reveal
         .iter()
@@ -340,6 +342,8 @@ fn set_namespace(fd: &OwnedFd, kind: libc::c_int) -> io::Result<()> {
         .map_err(|e| io::Error::new(e.kind(), format!("setns: {e}")))
 }
 
+// A read-only open (O_PATH or O_RDONLY): it writes nothing.
+#[allow(clippy::disallowed_methods)]
 fn open_namespace(name: &str) -> io::Result<OwnedFd> {
     Ok(rustix::fs::open(
         format!("/proc/self/ns/{name}"),
