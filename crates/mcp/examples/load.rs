@@ -36,9 +36,15 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage = "usage: load GANTRY WORKSPACE stdio CALLS | load GANTRY WORKSPACE http SESSIONS CALLS_PER_SESSION";
     let (gantry, workspace, mode) = match &args[1..] {
-        [gantry, workspace, mode, ..] => (gantry.clone(), workspace.clone(), mode.as_str()),
+        [gantry, workspace, mode, ..] => (gantry, workspace.clone(), mode.as_str()),
         _ => panic!("{usage}"),
     };
+    // The server starts in the workspace: a relative path would not lead
+    // to it from there.
+    let gantry = std::fs::canonicalize(gantry)
+        .unwrap_or_else(|e| panic!("{gantry}: {e}"))
+        .display()
+        .to_string();
     let number = |at: usize| -> usize {
         args.get(at)
             .and_then(|n| n.parse().ok())
@@ -140,8 +146,10 @@ async fn http(
         let url = url.clone();
         tasks.spawn(async move {
             let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-            let transport =
-                StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+            let client = gantry_http::builder()
+                .and_then(|builder| builder.build().map_err(|e| e.to_string()))
+                .expect("an HTTP client");
+            let transport = StreamableHttpClientTransport::with_client(client, config);
             let Ok(client) = ().serve(transport).await else {
                 return vec![None; per_session];
             };
