@@ -318,7 +318,9 @@ fn parse_codex_hunks(
                     ),
                 ));
             }
-            let (kind, rest) = line.split_at(line.len().min(1));
+            // By its first character, which may be any whitespace a model
+            // wrote (U+2006 is three bytes).
+            let (kind, rest) = line.split_at(line.chars().next().map_or(0, char::len_utf8));
             match kind {
                 "-" => hunk.old.push(rest.to_string()),
                 "+" => hunk.new.push(rest.to_string()),
