@@ -52,7 +52,8 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
   fi
 }
-apt_install ripgrep fd-find curl openssl git
+# g++: the clippy step builds libFuzzer (fuzz/, its `libfuzzer` feature).
+apt_install ripgrep fd-find curl openssl git g++
 
 python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
 [ "${GANTRY_SKIP_LSP:-}" = 1 ] || scripts/install-lsp.sh
