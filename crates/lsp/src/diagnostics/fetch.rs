@@ -210,21 +210,10 @@ pub(super) async fn gather(
     let open = server.open_paths().await;
     let dependents: Vec<&PathBuf> = dependents.iter().filter(|p| open.contains(p)).collect();
     let patience = (started.elapsed() * 2).max(QUIET_WINDOW);
-    let mut last_seq = server.observed().seq();
-    let mut quiet_until = (Instant::now() + patience).min(deadline);
-    while !dependents.iter().all(|path| fresh(path, None)) {
-        if tokio::time::timeout_at(quiet_until, events.changed())
-            .await
-            .map_or(true, |r| r.is_err())
-        {
-            break;
-        }
-        let seq = server.observed().seq();
-        if seq != last_seq {
-            last_seq = seq;
-            quiet_until = (Instant::now() + patience).min(deadline);
-        }
-    }
+    settle(server, &mut events, patience, deadline, || {
+        dependents.iter().all(|path| fresh(path, None))
+    })
+    .await;
     // Follow-ups for other open files (a broken caller) come soon after;
     // none can once every open file has published since the write.
     let settled = || {
@@ -233,21 +222,7 @@ pub(super) async fn gather(
             fresh(path, version)
         })
     };
-    let mut last_seq = server.observed().seq();
-    let mut quiet_until = (Instant::now() + QUIET_WINDOW).min(deadline);
-    while Instant::now() < quiet_until && !settled() {
-        if tokio::time::timeout_at(quiet_until, events.changed())
-            .await
-            .map_or(true, |r| r.is_err())
-        {
-            break;
-        }
-        let seq = server.observed().seq();
-        if seq != last_seq {
-            last_seq = seq;
-            quiet_until = (Instant::now() + QUIET_WINDOW).min(deadline);
-        }
-    }
+    settle(server, &mut events, QUIET_WINDOW, deadline, settled).await;
     for (path, version) in versions {
         if fresh(path, Some(*version)) {
             let items = server
@@ -302,6 +277,32 @@ pub(super) async fn published_after(
             .map_or(true, |r| r.is_err())
         {
             return None;
+        }
+    }
+}
+
+/// Waits until `done`, or until `server` has published nothing for
+/// `quiet` (each publish starts the window again), never past `deadline`.
+async fn settle(
+    server: &Server,
+    events: &mut tokio::sync::watch::Receiver<u64>,
+    quiet: Duration,
+    deadline: Instant,
+    done: impl Fn() -> bool,
+) {
+    let mut last_seq = server.observed().seq();
+    let mut quiet_until = (Instant::now() + quiet).min(deadline);
+    while Instant::now() < quiet_until && !done() {
+        if tokio::time::timeout_at(quiet_until, events.changed())
+            .await
+            .map_or(true, |r| r.is_err())
+        {
+            break;
+        }
+        let seq = server.observed().seq();
+        if seq != last_seq {
+            last_seq = seq;
+            quiet_until = (Instant::now() + quiet).min(deadline);
         }
     }
 }
