@@ -199,6 +199,12 @@ impl Bridge {
                     up.insert(server.alias.clone(), false);
                 }
             }
+            for tool in server.tools_while_restarting().unwrap_or_default() {
+                offer(
+                    Arc::new(BridgedTool::new(server.clone(), tool)),
+                    format!("MCP server `{}`", server.alias),
+                );
+            }
         }
         for (alias, now_up) in &up {
             let was_up = published.up.get(alias).copied().unwrap_or(false);
@@ -212,7 +218,14 @@ impl Bridge {
                     serde_json::json!({ "resource": format!("server {alias}"), "detail": detail }),
                 );
             }
+            let restarting = self
+                .servers
+                .iter()
+                .any(|server| &server.alias == alias && server.tools_while_restarting().is_some());
             match (was_up, now_up, down_reasons.get(alias)) {
+                (true, false, Some(line)) if restarting => self.notices.push(format!(
+                    "{line}; a call to its tools waits for it to be back"
+                )),
                 (true, false, Some(line)) => self
                     .notices
                     .push(format!("{line}; its tools are gone until it is back")),
@@ -340,15 +353,20 @@ impl BridgedTool {
     /// From the server's settings (`tier`), else its annotations: a
     /// read-only hint makes a read tool, anything else may act.
     fn tier(&self) -> Tier {
-        self.server.settings.tier.unwrap_or_else(|| {
-            let read_only = self
-                .tool
-                .annotations
-                .as_ref()
-                .and_then(|annotations| annotations.read_only_hint)
-                .unwrap_or(false);
-            if read_only { Tier::Read } else { Tier::Exec }
+        self.server.settings.tier.unwrap_or(if self.read_only() {
+            Tier::Read
+        } else {
+            Tier::Exec
         })
+    }
+
+    /// Whether the server marks the tool read-only.
+    fn read_only(&self) -> bool {
+        self.tool
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.read_only_hint)
+            .unwrap_or(false)
     }
 }
 
@@ -397,7 +415,7 @@ impl DynTool for BridgedTool {
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<ToolResult, ToolError> {
         let result = self
             .server
-            .call(&self.tool.name, args, ctx.human().cloned())
+            .call(&self.tool.name, args, ctx.human().cloned(), self.read_only())
             .await
             .map_err(ToolError::Failed)?;
         let failed = result.is_error == Some(true);

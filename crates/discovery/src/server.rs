@@ -8,7 +8,7 @@
 //! stays up or has failed [`MAX_FAILURES`] times in a row.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,8 @@ pub const MAX_FAILURES: u32 = 5;
 /// A server up this long before it died starts its count of failures
 /// afresh.
 const STABLE: Duration = Duration::from_secs(30);
-/// The first pause before a restart; doubled after each failure.
+/// The first pause before a restart after a failure; doubled after each
+/// further one. A server that was working restarts at once.
 const FIRST_PAUSE: Duration = Duration::from_millis(500);
 /// How long a stopping server gets before it is killed.
 const STOP_GRACE: Duration = Duration::from_millis(500);
@@ -73,12 +74,30 @@ pub struct Connection {
     failures_before: u32,
     /// Cancelled when a stdio server's output ends.
     output_closed: CancellationToken,
+    /// Whether it answered a call: a server that did was working, and its
+    /// loss counts as no failure of its start.
+    answered: AtomicBool,
 }
 
 impl Connection {
     /// The admitted tools.
     pub fn tools(&self) -> Vec<rmcp::model::Tool> {
         lock(&self.tools).clone()
+    }
+}
+
+/// Why a call failed: its connection was lost (the server died), or
+/// anything else; each says so in words.
+enum Failure {
+    Lost(String),
+    Other(String),
+}
+
+impl Failure {
+    fn into_message(self) -> String {
+        match self {
+            Failure::Lost(message) | Failure::Other(message) => message,
+        }
     }
 }
 
@@ -96,6 +115,10 @@ pub struct Server {
     /// why none can start (sandbox settings that cannot be read).
     sandbox: Result<Sandbox, String>,
     state: watch::Sender<State>,
+    /// The tools of its last connection: offered still while it is being
+    /// restarted, so a crash does not churn the client's tool list and a
+    /// call waits for the server to be back.
+    last_tools: Mutex<Vec<rmcp::model::Tool>>,
     generation: AtomicU64,
     open_calls: Arc<OpenCalls>,
     on_change: OnChange,
@@ -119,6 +142,7 @@ impl Server {
             root: root.to_path_buf(),
             sandbox,
             state: watch::channel(State::Starting { failures: 0 }).0,
+            last_tools: Mutex::default(),
             generation: AtomicU64::new(0),
             open_calls: Arc::default(),
             on_change,
@@ -179,6 +203,7 @@ impl Server {
                     let watched = connection.clone();
                     tokio::spawn(async move { server.watch(watched).await });
                 }
+                *lock(&self.last_tools) = connection.tools();
                 self.set(State::Ready(connection));
             }
             Err(reason) => self.failed(reason, failures + 1),
@@ -199,7 +224,10 @@ impl Server {
         if failures >= MAX_FAILURES || self.ended.is_cancelled() {
             return;
         }
-        let pause = FIRST_PAUSE * 2u32.pow(failures.saturating_sub(1).min(6));
+        let pause = match failures {
+            0 => Duration::ZERO,
+            n => FIRST_PAUSE * 2u32.pow((n - 1).min(6)),
+        };
         let server = self.clone();
         tokio::spawn(async move {
             tokio::select! {
@@ -231,8 +259,10 @@ impl Server {
             Some(child) => how_it_ended(child).await,
             None => "its connection closed".into(),
         };
-        let failures = if connection.started.elapsed() > STABLE {
-            1
+        let worked =
+            connection.started.elapsed() > STABLE || connection.answered.load(Ordering::Relaxed);
+        let failures = if worked {
+            0
         } else {
             connection.failures_before + 1
         };
@@ -306,6 +336,7 @@ impl Server {
             generation,
             failures_before: failures,
             output_closed,
+            answered: AtomicBool::new(false),
         })
     }
 
@@ -329,6 +360,31 @@ impl Server {
         spawn
             .spawn()
             .map_err(|e| format!("cannot start `{}`: {e}", spawn.shown()))
+    }
+
+    /// The tools to offer while the server is being restarted (those of
+    /// its last connection); `None` when it is up, stopped or left down.
+    pub fn tools_while_restarting(&self) -> Option<Vec<rmcp::model::Tool>> {
+        match self.state() {
+            State::Starting { .. } => Some(lock(&self.last_tools).clone()),
+            State::Down { failures, .. } if failures < MAX_FAILURES => {
+                Some(lock(&self.last_tools).clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// The live connection, waiting (at most [`STARTUP_BOUND`]) for one
+    /// that is starting or being restarted; or why there is none.
+    async fn connection_soon(&self) -> Result<Arc<Connection>, String> {
+        let mut state = self.state.subscribe();
+        let settled = state.wait_for(|state| match state {
+            State::Starting { .. } => false,
+            State::Down { failures, .. } => *failures >= MAX_FAILURES || self.ended.is_cancelled(),
+            State::Ready(_) | State::Stopped => true,
+        });
+        let _ = tokio::time::timeout(STARTUP_BOUND, settled).await;
+        self.connection()
     }
 
     /// The live connection, or why there is none.
@@ -355,50 +411,65 @@ impl Server {
     }
 
     /// Calls the server's tool `tool`, bounded by the server's `timeout`;
-    /// an elicitation the server sends meanwhile goes to `human`.
+    /// an elicitation the server sends meanwhile goes to `human`. A call
+    /// whose connection is lost is made once more on the restarted server
+    /// when it is `repeatable` (a tool the server marks read-only): any
+    /// other may have acted before the server died, and is never repeated.
     pub async fn call(
         self: &Arc<Self>,
         tool: &str,
         arguments: Value,
         human: Option<Arc<dyn Human>>,
+        repeatable: bool,
     ) -> Result<CallToolResult, String> {
-        let connection = self.connection()?;
         let _open = self.open_calls.enter(human);
+        match self.call_once(tool, arguments.clone()).await {
+            Err(Failure::Lost(_)) if repeatable => self
+                .call_once(tool, arguments)
+                .await
+                .map_err(Failure::into_message),
+            outcome => outcome.map_err(Failure::into_message),
+        }
+    }
+
+    async fn call_once(self: &Arc<Self>, tool: &str, arguments: Value) -> Result<CallToolResult, Failure> {
+        let connection = self.connection_soon().await.map_err(Failure::Other)?;
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
         let timeout = self.settings.request_timeout();
         match tokio::time::timeout(timeout, connection.service.call_tool(params)).await {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(ServiceError::McpError(error))) => Err(format!(
+            Ok(Ok(result)) => {
+                connection.answered.store(true, Ordering::Relaxed);
+                Ok(result)
+            }
+            Ok(Err(ServiceError::McpError(error))) => Err(Failure::Other(format!(
                 "MCP server `{}` refused the call: {} (code {})",
                 self.alias, error.message, error.code.0
-            )),
+            ))),
             Ok(Err(error)) => {
                 // A closed transport is the server gone: say how.
-                if connection.service.peer().is_transport_closed()
+                let lost = connection.service.peer().is_transport_closed()
                     || connection.output_closed.is_cancelled()
                     || matches!(
                         error,
                         ServiceError::TransportClosed | ServiceError::TransportSend(_)
-                    )
-                {
+                    );
+                if lost {
                     self.lost(&connection).await;
                 }
-                match self.state() {
-                    State::Down { reason, failures } => Err(self.down_line(&reason, failures)),
-                    _ => Err(format!(
-                        "MCP server `{}` failed the call: {error}",
-                        self.alias
-                    )),
-                }
+                let line = match self.state() {
+                    State::Down { reason, failures } => self.down_line(&reason, failures),
+                    _ => format!("MCP server `{}` failed the call: {error}", self.alias),
+                };
+                Err(if lost { Failure::Lost(line) } else { Failure::Other(line) })
             }
-            Err(_) => Err(format!(
+            Err(_) => Err(Failure::Other(format!(
                 "MCP server `{}` gave no answer within {} ms (its `timeout`); the call was abandoned",
                 self.alias,
                 timeout.as_millis()
-            )),
+            ))),
         }
     }
 
@@ -409,6 +480,7 @@ impl Server {
         };
         match list_tools(&connection.service, &self.settings).await {
             Ok(tools) => {
+                *lock(&self.last_tools) = tools.clone();
                 *lock(&connection.tools) = tools;
                 (self.on_change)();
             }

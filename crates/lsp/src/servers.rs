@@ -185,7 +185,8 @@ pub struct LspSettings {
     /// Bound of the project checker behind `diagnostics "*"`, in seconds
     /// (default 120).
     pub checker_timeout_seconds: Option<u64>,
-    /// Restarts after crashes before a server is given up (default 3).
+    /// Restarts after crashes in a row (with no request answered between
+    /// them) before a server is given up (default 3).
     pub max_restarts: Option<u32>,
     /// Whether a write that changes a declaration first finds the files
     /// using it (its references; in C and C++, the files that include the
@@ -214,7 +215,7 @@ pub struct Config {
     pub diagnostics_deadline: Duration,
     /// Bound of a project checker.
     pub checker_timeout: Duration,
-    /// Restarts allowed after crashes.
+    /// Restarts allowed after crashes in a row.
     pub max_restarts: u32,
     /// Whether writes look for the files they could break.
     pub dependents: bool,

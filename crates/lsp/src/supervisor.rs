@@ -251,15 +251,10 @@ impl Supervisor {
         if self.inner.ended.load(Ordering::SeqCst) {
             return;
         }
-        // A process that died a moment ago may not have been reaped yet;
-        // a closed pipe says the same thing sooner.
-        if let Phase::Ready(server) = slot.phase() {
-            let gone = server
-                .exited()
-                .or_else(|| server.client().transport().closed_reason());
-            if let Some(reason) = gone {
-                self.exited(slot, reason);
-            }
+        if let Phase::Ready(server) = slot.phase()
+            && let Some(reason) = server.gone()
+        {
+            self.exited(slot, server.pid, reason);
         }
         let max = self.inner.config.max_restarts;
         let mut start = false;
@@ -272,7 +267,8 @@ impl Supervisor {
             Phase::Crashed(reason) => {
                 if slot.restarts.load(Ordering::SeqCst) >= max {
                     *phase = Phase::GaveUp(format!(
-                        "{reason}; it crashed {} times, so it is not restarted again until `lsp reload`",
+                        "{reason}; it crashed {} times in a row without answering a request, so \
+                         it is not restarted again until `lsp reload`",
                         max + 1
                     ));
                 } else {
@@ -292,9 +288,9 @@ impl Supervisor {
     async fn start(self, slot: Arc<Slot>) {
         let weak_inner = Arc::downgrade(&self.inner);
         let weak_slot = Arc::downgrade(&slot);
-        let on_exit = move |reason: String| {
+        let on_exit = move |pid: u32, reason: String| {
             if let (Some(inner), Some(slot)) = (weak_inner.upgrade(), weak_slot.upgrade()) {
-                Supervisor { inner }.exited(&slot, reason);
+                Supervisor { inner }.exited(&slot, pid, reason);
             }
         };
         let launch = Launch {
@@ -324,22 +320,32 @@ impl Supervisor {
         }
     }
 
-    /// Called at once when a server process exits.
-    fn exited(&self, slot: &Slot, reason: String) {
+    /// Called at once when the server process `pid` exits (or is found
+    /// gone). Word of a server the slot has already replaced is old news:
+    /// it must not end the one serving now.
+    fn exited(&self, slot: &Slot, pid: u32, reason: String) {
         let Phase::Ready(server) = slot.phase() else {
             return;
         };
+        if server.pid != pid {
+            return;
+        }
         if server.is_stopping() || self.inner.ended.load(Ordering::SeqCst) {
             return;
         }
         // Helpers the server started (node under a Python shim) would
         // otherwise outlive it.
         server.kill_now();
+        // Only crashes in a row count against the restarts: a server that
+        // answered since its last start was working, whatever killed it.
+        if server.client().transport().has_answered() {
+            slot.restarts.store(0, Ordering::SeqCst);
+        }
         let used = slot.restarts.load(Ordering::SeqCst);
         let max = self.inner.config.max_restarts;
         let next = if used < max {
             format!(
-                "it restarts on the next lsp request or write (restart {} of {max})",
+                "it restarts on the next lsp request or write (restart {} of {max} in a row)",
                 used + 1
             )
         } else {

@@ -113,6 +113,49 @@ pub struct Lsp {
     pub(crate) diagnostics: Arc<Diagnostics>,
 }
 
+impl Lsp {
+    /// The answer about `path` of one `server`: its diagnostics, outline
+    /// or a navigation at the symbol `p` points at.
+    async fn ask_file(
+        &self,
+        p: &LspParams,
+        server: &Arc<Server>,
+        path: &Path,
+    ) -> Result<String, ToolError> {
+        let sup = &self.supervisor;
+        server.refresh().await;
+        let text = server.open(path).await?;
+        if p.action != Action::Diagnostics {
+            sup.opened(server, path, &text);
+        }
+        let shown = sup.display(path);
+        match p.action {
+            Action::Diagnostics => Ok(file_diagnostics(sup, &self.diagnostics, server, path).await),
+            Action::Symbols => document_symbols(server, path, &shown).await,
+            _ => {
+                let at = locate(
+                    &text,
+                    &shown,
+                    p.line.unwrap_or(1),
+                    p.symbol.as_deref().unwrap_or(""),
+                    p.occurrence.unwrap_or(1),
+                )
+                .map_err(ToolError::Failed)?;
+                let ask = Ask {
+                    sup,
+                    server,
+                    path,
+                    text: &text,
+                    at: &at,
+                    symbol: p.symbol.as_deref().unwrap_or(""),
+                    shown: &shown,
+                };
+                ask.navigate(p.action).await
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl Tool for Lsp {
     type Params = LspParams;
@@ -209,39 +252,18 @@ impl Tool for Lsp {
                 }
                 let server = match sup.server_for(&path).await {
                     Ok(server) => server,
-                    Err(reason) => return Ok(ToolResult::text(reason.to_string())),
+                    Err(Unavailable::NoServer(why)) => return Ok(ToolResult::text(why)),
+                    Err(down) => return Err(unavailable(down)),
                 };
-                server.refresh().await;
-                let text = server.open(&path).await?;
-                if p.action != Action::Diagnostics {
-                    sup.opened(&server, &path, &text);
-                }
-                let shown = sup.display(&path);
-                match p.action {
-                    Action::Diagnostics => {
-                        file_diagnostics(sup, &self.diagnostics, &server, &path).await
+                match self.ask_file(&p, &server, &path).await {
+                    // Killed before it answered: the question goes once to
+                    // the server started in its place (the run was told of
+                    // the crash), which a read may ask again safely.
+                    Err(_) if server.gone().is_some() => {
+                        let restarted = sup.server_for(&path).await.map_err(unavailable)?;
+                        self.ask_file(&p, &restarted, &path).await?
                     }
-                    Action::Symbols => document_symbols(&server, &path, &shown).await?,
-                    _ => {
-                        let at = locate(
-                            &text,
-                            &shown,
-                            p.line.unwrap_or(1),
-                            p.symbol.as_deref().unwrap_or(""),
-                            p.occurrence.unwrap_or(1),
-                        )
-                        .map_err(ToolError::Failed)?;
-                        let ask = Ask {
-                            sup,
-                            server: &server,
-                            path: &path,
-                            text: &text,
-                            at: &at,
-                            symbol: p.symbol.as_deref().unwrap_or(""),
-                            shown: &shown,
-                        };
-                        ask.navigate(p.action).await?
-                    }
+                    answer => answer?,
                 }
             }
         };

@@ -8,7 +8,7 @@
 //! (content modified) means "ask again".
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -122,6 +122,9 @@ pub struct Transport {
     initialized: watch::Sender<bool>,
     closed: watch::Receiver<Option<String>>,
     sent: Mutex<BTreeMap<String, u64>>,
+    /// Whether a request other than `initialize` was ever answered: a
+    /// server that has is working, whatever killed it since.
+    answered: AtomicBool,
 }
 
 impl Transport {
@@ -165,6 +168,7 @@ impl Transport {
             initialized: watch::channel(false).0,
             closed,
             sent: Mutex::default(),
+            answered: AtomicBool::new(false),
         });
         let closed = Arc::new(Closer {
             reason: closed_tx,
@@ -230,6 +234,9 @@ impl Transport {
             }
             Ok(Ok(result)) => {
                 guard.armed = false;
+                if method != "initialize" {
+                    self.answered.store(true, Ordering::Relaxed);
+                }
                 result.map_err(|error| RequestError::Server {
                     method: method.to_string(),
                     error,
@@ -272,6 +279,13 @@ impl Transport {
     /// `textDocument/references`).
     pub fn requests_sent(&self) -> BTreeMap<String, u64> {
         lock(&self.sent).clone()
+    }
+
+    /// Whether the server ever answered a request other than `initialize`:
+    /// what tells a server that worked and was killed from one that
+    /// crashes as it starts.
+    pub fn has_answered(&self) -> bool {
+        self.answered.load(Ordering::Relaxed)
     }
 
     /// Why the connection ended, once it has.

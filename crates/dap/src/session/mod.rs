@@ -511,17 +511,26 @@ impl Session {
         self.ttl.saturating_sub(self.started.elapsed())
     }
 
+    /// Ends the session at its time limit, or as soon as its adapter is
+    /// gone: the adapter's process is reaped then, not when the model
+    /// next says `terminate` (a killed adapter left a zombie until then).
     fn set_limit(self: &Arc<Self>, notices: Notices) {
         let session: Weak<Session> = Arc::downgrade(self);
         let ttl = self.ttl;
+        let transport = self.transport.clone();
         let task = tokio::spawn(async move {
-            tokio::time::sleep(ttl).await;
+            let why = tokio::select! {
+                _ = tokio::time::sleep(ttl) => {
+                    let why = format!(
+                        "its time limit of {} was reached; the program and the adapter were stopped",
+                        minutes(ttl)
+                    );
+                    notices.push(format!("debug: the session ended: {why}"));
+                    why
+                }
+                gone = transport.wait_closed() => format!("the debug adapter stopped ({gone})"),
+            };
             if let Some(session) = session.upgrade() {
-                let why = format!(
-                    "its time limit of {} was reached; the program and the adapter were stopped",
-                    minutes(ttl)
-                );
-                notices.push(format!("debug: the session ended: {why}"));
                 session.end_inner(why).await;
             }
         });

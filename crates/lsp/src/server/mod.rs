@@ -100,10 +100,11 @@ pub struct Launch<'a> {
 
 impl Server {
     /// Spawns the process in its own process group and runs the handshake.
-    /// `on_exit` is called once, at once, when the process exits.
+    /// `on_exit` is called once, at once, when the process exits, with its
+    /// pid (which server of the slot this was) and how it ended.
     pub async fn start(
         launch: Launch<'_>,
-        on_exit: impl FnOnce(String) + Send + 'static,
+        on_exit: impl FnOnce(u32, String) + Send + 'static,
     ) -> Result<Arc<Server>, String> {
         let database = match launch.spec.compilation_database {
             true => {
@@ -172,7 +173,7 @@ impl Server {
                 reason.push_str(&format!("; its stderr: {stderr}"));
             }
             exit_tx.send_replace(Some(reason.clone()));
-            on_exit(reason);
+            on_exit(pid, reason);
         });
 
         let initialized = Client::initialize(
@@ -247,6 +248,13 @@ impl Server {
     /// Whether the process has exited (and why).
     pub fn exited(&self) -> Option<String> {
         self.exit.borrow().clone()
+    }
+
+    /// Why the server can no longer answer, if it cannot: its process
+    /// exited, or (sooner than the exit is reaped) its pipe closed.
+    pub fn gone(&self) -> Option<String> {
+        self.exited()
+            .or_else(|| self.client().transport().closed_reason())
     }
 
     /// Resolves when the process has exited.

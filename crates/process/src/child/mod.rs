@@ -46,6 +46,10 @@ pub const STDERR_HEAD: usize = 4000;
 /// usually lands.
 pub const STDERR_TAIL: usize = 2000;
 
+/// How long [`Child::wait`] waits for a reaper to exit once it has
+/// reported the command's end (it exits right after).
+const REAPER_EXIT: Duration = Duration::from_secs(2);
+
 impl Command {
     /// Starts the child as the leader of a new process group, under a
     /// reaper unless [`Command::direct`] (or none is found: see
@@ -408,7 +412,22 @@ impl Child {
         let status = self.exited().await?;
         let leader = self.leader.get_ref();
         leader.signal(Signal::KILL);
-        leader.reap()?;
+        if !leader.reap()? {
+            // A reaper reports the command's end a moment before it exits
+            // itself: reaped here once it has, not left a zombie for as
+            // long as this `Child` is held (a debug session's, until the
+            // next launch). Bounded; dropping the `Child` reaps it anyway.
+            let reaped = async {
+                loop {
+                    let mut ready = self.leader.readable().await?;
+                    if leader.reap()? {
+                        return io::Result::Ok(());
+                    }
+                    ready.clear_ready();
+                }
+            };
+            let _ = tokio::time::timeout(REAPER_EXIT, reaped).await;
+        }
         Ok(status)
     }
 

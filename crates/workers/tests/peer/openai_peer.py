@@ -5,7 +5,10 @@ tests and bench: a real HTTP peer on loopback that speaks the wire format
 chunks by `index` and a usage chunk for `stream_options.include_usage`)
 and answers from a planned script instead of a model.
 
-    openai_peer.py SCRIPT.json   # prints "PORT <n>" once listening
+    openai_peer.py SCRIPT.json [PORT]   # prints "PORT <n>" once listening
+
+PORT (default: any free one) lets a peer killed on purpose come back where
+its clients expect it.
 
 The script maps a marker to the steps of one conversation:
 
@@ -176,7 +179,9 @@ def main() -> None:
     if len(sys.argv) > 1:
         with open(sys.argv[1]) as f:
             SCRIPT.update(json.load(f))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    ThreadingHTTPServer.allow_reuse_address = True
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()
