@@ -25,6 +25,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 SAMPLE_EVERY = 10.0
+# A round starts every half second at most: an agent's pace, busy (12 calls
+# a second), which leaves the machine's cores for the server's own work.
+ROUND_EVERY = 0.5
 
 
 def text_of(result) -> str:
@@ -131,8 +134,10 @@ async def soak(gantry: str, seconds: float, png: Path, table: Path) -> None:
                 rounds = 0
                 next_sample = started + SAMPLE_EVERY
                 while time.monotonic() - started < seconds:
+                    round_started = time.monotonic()
                     await round_of_work(session, rounds)
                     rounds += 1
+                    await anyio.sleep(max(0.0, round_started + ROUND_EVERY - time.monotonic()))
                     if time.monotonic() >= next_sample:
                         samples.append(sample(pid, started, rounds))
                         next_sample += SAMPLE_EVERY

@@ -17,8 +17,9 @@ pub type Target = fn(&[u8]);
 
 /// The target functions by name, as `fuzz_targets/` and the corpus
 /// folders name them.
-pub const TARGETS: [(&str, Target); 8] = [
+pub const TARGETS: [(&str, Target); 9] = [
     ("stdio", stdio),
+    ("http", http),
     ("framing", framing),
     ("kernel_frames", kernel_frames),
     ("apply_patch", apply_patch),
@@ -31,6 +32,33 @@ pub const TARGETS: [(&str, Target); 8] = [
 /// A client's stdin: newline-delimited JSON-RPC (crates/mcp).
 pub fn stdio(data: &[u8]) {
     gantry_mcp::fuzz::stdio(data);
+}
+
+/// A client's HTTP request to `gantry mcp --http`, headers and body
+/// (crates/mcp), against a server on loopback whose runs see the read
+/// tools of an empty temporary workspace.
+pub fn http(data: &[u8]) {
+    gantry_mcp::fuzz::http(
+        || {
+            let workspace = tempfile::tempdir().expect("a workspace").keep();
+            // Read tools only: a fuzzed call must not run commands.
+            let config = gantry_assembly::RunConfig {
+                root: workspace,
+                surface: gantry_core::Surface::new(
+                    gantry_core::Tier::Read,
+                    gantry_core::ApprovalMode::Client,
+                ),
+                settings_files: Vec::new(),
+            };
+            std::sync::Arc::new(move |human, origin| {
+                let config = config.clone();
+                Box::pin(
+                    async move { gantry_assembly::build_run(&config, human, Some(origin)).await },
+                )
+            })
+        },
+        data,
+    );
 }
 
 /// A language server's or debug adapter's output: `Content-Length`

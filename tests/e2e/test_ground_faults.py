@@ -9,6 +9,7 @@ for the failing disk; the test reaches that view through
 from __future__ import annotations
 
 import os
+import random
 import shlex
 import shutil
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from conftest import env_for, gantry_bin, text_of
+from test_client_faults import wait_for_process
 from test_faults import process_table
 
 pytestmark = pytest.mark.anyio
@@ -85,7 +87,7 @@ def put_files(root: Path) -> None:
 
 
 async def test_a_full_workspace_disk_changes_no_file_and_the_write_after_freeing_works(tmp_path: Path):
-    async with grounded(tmp_path, 'mount -t tmpfs -o size=192k tmpfs "$WS"') as (session, ws):
+    async with grounded(tmp_path, 'mount -t tmpfs -o size=1m tmpfs "$WS"') as (session, ws):
         put_files(ws)
         filler = fill(ws, 16 * 1024)
         before = contents(ws)
@@ -159,15 +161,18 @@ async def test_a_workspace_deleted_during_a_call_ends_it_clearly_and_the_server_
     workspace = tmp_path / "ws"
     workspace.mkdir()
     put_files(workspace)
+    duration = f"{2 + random.randint(1, 10**6) / 10**7:.7f}"
     async with grounded(tmp_path, "true") as (session, ws):
+        server = int(ws.parts[2])
         async with anyio.create_task_group() as group:
             outcome = {}
 
             async def long_call():
-                outcome["shell"] = await call(session, "shell", {"command": "sleep 2; ls"})
+                outcome["shell"] = await call(session, "shell", {"command": f"sleep {duration}; ls"})
 
             group.start_soon(long_call)
-            await anyio.sleep(0.5)
+            # Deleted once the command runs.
+            await anyio.to_thread.run_sync(wait_for_process, server, f"sleep {duration}")
             shutil.rmtree(ws)
         shell = outcome["shell"]
         assert shell.is_error or "exit code" in text_of(shell), text_of(shell)

@@ -167,6 +167,9 @@ impl Run {
                 Ok(result.within_budget())
             }
             Err(mut error) => {
+                if let Some(gone) = self.workspace().gone() {
+                    error.message = format!("{gone} ({})", error.message);
+                }
                 if !nested
                     && !matches!(
                         error.kind,

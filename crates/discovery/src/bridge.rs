@@ -415,7 +415,12 @@ impl DynTool for BridgedTool {
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<ToolResult, ToolError> {
         let result = self
             .server
-            .call(&self.tool.name, args, ctx.human().cloned(), self.read_only())
+            .call(
+                &self.tool.name,
+                args,
+                ctx.human().cloned(),
+                self.read_only(),
+            )
             .await
             .map_err(ToolError::Failed)?;
         let failed = result.is_error == Some(true);

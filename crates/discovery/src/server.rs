@@ -432,7 +432,11 @@ impl Server {
         }
     }
 
-    async fn call_once(self: &Arc<Self>, tool: &str, arguments: Value) -> Result<CallToolResult, Failure> {
+    async fn call_once(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, Failure> {
         let connection = self.connection_soon().await.map_err(Failure::Other)?;
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(arguments) = arguments {
@@ -463,7 +467,11 @@ impl Server {
                     State::Down { reason, failures } => self.down_line(&reason, failures),
                     _ => format!("MCP server `{}` failed the call: {error}", self.alias),
                 };
-                Err(if lost { Failure::Lost(line) } else { Failure::Other(line) })
+                Err(if lost {
+                    Failure::Lost(line)
+                } else {
+                    Failure::Other(line)
+                })
             }
             Err(_) => Err(Failure::Other(format!(
                 "MCP server `{}` gave no answer within {} ms (its `timeout`); the call was abandoned",

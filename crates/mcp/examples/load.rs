@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ProtocolVersion};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::RunningService;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -148,10 +148,7 @@ async fn http_server(
 }
 
 /// A streamable HTTP transport to `url` sending `token`.
-fn http_transport(
-    url: &str,
-    token: &str,
-) -> StreamableHttpClientTransport<reqwest::Client> {
+fn http_transport(url: &str, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
     let client = gantry_http::builder()
         .and_then(|builder| builder.build().map_err(|e| e.to_string()))

@@ -62,17 +62,26 @@ pub enum Access {
 
 /// Serves MCP over streamable HTTP at `options.addr` until cancelled.
 pub async fn serve_http(factory: RunFactory, options: HttpOptions) -> anyhow::Result<()> {
-    let loopback = options.addr.ip().is_loopback();
+    let listener = tokio::net::TcpListener::bind(options.addr).await?;
+    serve_listener(listener, factory, options).await
+}
+
+/// [`serve_http`] on a listener already bound (`options.addr` is not used).
+pub(crate) async fn serve_listener(
+    listener: tokio::net::TcpListener,
+    factory: RunFactory,
+    options: HttpOptions,
+) -> anyhow::Result<()> {
+    let addr = listener.local_addr()?;
+    let loopback = addr.ip().is_loopback();
     let (tokens, generated) = match options.access {
         Access::Tokens(tokens) if !tokens.is_empty() => (tokens, None),
         Access::Open if !loopback => anyhow::bail!(
-            "--no-token is allowed on loopback only: {} is reachable beyond this machine",
-            options.addr
+            "--no-token is allowed on loopback only: {addr} is reachable beyond this machine"
         ),
         _ if !loopback => anyhow::bail!(
-            "{} is reachable beyond this machine: give a bearer token with --tokens-file FILE \
-             or GANTRY_HTTP_TOKEN, or bind to 127.0.0.1",
-            options.addr
+            "{addr} is reachable beyond this machine: give a bearer token with --tokens-file FILE \
+             or GANTRY_HTTP_TOKEN, or bind to 127.0.0.1"
         ),
         Access::Open => (Vec::new(), None),
         Access::Tokens(_) | Access::Generated => {
@@ -116,7 +125,6 @@ pub async fn serve_http(factory: RunFactory, options: HttpOptions) -> anyhow::Re
             let tokens = tokens.clone();
             async move { check_bearer(&tokens, request, next).await }
         }));
-    let listener = tokio::net::TcpListener::bind(options.addr).await?;
     // No confined command is let through to this port, whatever
     // `sandbox.network.hostPorts` lists.
     gantry_process::network::proxy::reserve_port(listener.local_addr()?.port());
@@ -187,7 +195,12 @@ fn generated_token_notice(url: &str, token: &str) -> String {
 /// `Accept`, method, an unknown session) gets a JSON-RPC error body; and
 /// an event stream to a client of a revision before 2025-11-25 loses
 /// rmcp's resumability priming events ([`without_priming`]).
-async fn guard(request: Request, next: Next) -> Response {
+async fn guard(mut request: Request, next: Next) -> Response {
+    // Cancelled if this exchange is dropped before its answer was read to
+    // the end: the client went away, and the call it left is cancelled.
+    let gone = CancellationToken::new();
+    request.extensions_mut().insert(CallerGone(gone.clone()));
+    let armed = gone.drop_guard();
     let mut revision = header_revision(request.headers());
     let (request, id) = if request.method() == axum::http::Method::POST {
         let (parts, body) = request.into_parts();
@@ -246,10 +259,61 @@ async fn guard(request: Request, next: Next) -> Response {
         .and_then(|id| serde_json::to_value(id).ok())
         .unwrap_or_default();
     let response = as_json_rpc_error(response, id).await;
-    if revision.as_str() < ProtocolVersion::V_2025_11_25.as_str() {
+    let response = if revision.as_str() < ProtocolVersion::V_2025_11_25.as_str() {
         without_priming(response)
     } else {
         response
+    };
+    cancel_unless_read(response, armed)
+}
+
+/// Cancelled when the client of one HTTP exchange goes away before it has
+/// read the answer: the call it made is cancelled with it.
+#[derive(Clone)]
+pub(crate) struct CallerGone(pub(crate) CancellationToken);
+
+/// `response` whose body, dropped before its end, fires `armed`; read to
+/// its end, it disarms it.
+fn cancel_unless_read(response: Response, armed: tokio_util::sync::DropGuard) -> Response {
+    // A body whose length is known is whole already: its call is over.
+    if response
+        .headers()
+        .contains_key(axum::http::header::CONTENT_LENGTH)
+        || axum::body::HttpBody::size_hint(response.body())
+            .exact()
+            .is_some()
+    {
+        armed.disarm();
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let watched = UntilRead {
+        inner: body.into_data_stream(),
+        armed: Some(armed),
+    };
+    Response::from_parts(parts, axum::body::Body::from_stream(watched))
+}
+
+/// A body stream holding a [`tokio_util::sync::DropGuard`] until its end.
+struct UntilRead<S> {
+    inner: S,
+    armed: Option<tokio_util::sync::DropGuard>,
+}
+
+impl<S: futures_util::Stream + Unpin> futures_util::Stream for UntilRead<S> {
+    type Item = S::Item;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<S::Item>> {
+        let next = std::pin::Pin::new(&mut self.inner).poll_next(cx);
+        if let std::task::Poll::Ready(None) = next
+            && let Some(armed) = self.armed.take()
+        {
+            armed.disarm();
+        }
+        next
     }
 }
 

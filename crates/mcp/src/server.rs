@@ -21,6 +21,7 @@ use rmcp::model::{RequestStateCodec, SealOptions};
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
 
 use crate::human::{PeerHuman, RetryHuman};
 
@@ -488,8 +489,28 @@ impl ServerHandler for GantryServer {
                 can_elicit.then(|| Arc::new(PeerHuman::new(context.peer.clone())) as Arc<dyn Human>)
             }
         };
+        // Over HTTP, a client that goes away before reading the answer
+        // cancels the call as a `notifications/cancelled` would.
+        let caller_gone = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::http::CallerGone>())
+            .map(|gone| gone.0.clone());
+        let cancel = context.ct.clone();
+        let _watch = caller_gone.map(|gone| {
+            let cancel = cancel.clone();
+            let done = CancellationToken::new();
+            let finished = done.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = gone.cancelled() => cancel.cancel(),
+                    () = finished.cancelled() => {}
+                }
+            });
+            done.drop_guard()
+        });
         let options = CallOptions {
-            cancel: context.ct.clone(),
+            cancel,
             progress: progress_sink(&context),
             human,
             ..CallOptions::default()

@@ -9,14 +9,24 @@
 //! error (with the request's id when it can be recovered, else `null`), and
 //! the server keeps serving. Notifications, which must never be answered,
 //! are dropped quietly as rmcp does.
+//!
+//! A client that stops reading its answers is stopped being read: at most
+//! [`MAX_IN_FLIGHT`] requests are being answered at once, the requests
+//! read beyond them wait (at most [`MAX_PARKED`], then stdin is not read
+//! until an answer goes out), so the server's memory is bounded whatever
+//! the client does. Answers and notifications from the client (an
+//! elicitation's answer, a cancellation) are read meanwhile, until the
+//! parked requests are full.
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
+use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 use crate::jsonrpc::{
     INVALID_REQUEST, MAX_MESSAGE_BYTES, Verdict, error_message, judge, recover_id,
@@ -24,6 +34,34 @@ use crate::jsonrpc::{
 
 /// How much of an oversized line is kept to find its id in.
 const KEPT_PREFIX: usize = 4096;
+
+/// Requests being answered at once on one connection.
+pub(crate) const MAX_IN_FLIGHT: usize = 256;
+
+/// Requests read while [`MAX_IN_FLIGHT`] are being answered, waiting
+/// their turn; past these, stdin is not read until an answer goes out.
+const MAX_PARKED: usize = 1024;
+
+/// The requests a connection has delivered and not yet answered, and a
+/// signal each time one is answered.
+#[derive(Default)]
+struct InFlight {
+    requests: std::sync::Mutex<HashSet<RequestId>>,
+    answered: Notify,
+}
+
+impl InFlight {
+    fn requests(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+        self.requests.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `id` needs no answer any more (answered, or cancelled by the client).
+    fn settle(&self, id: &RequestId) {
+        if self.requests().remove(id) {
+            self.answered.notify_one();
+        }
+    }
+}
 
 /// A line being read: its bytes so far, or, past the limit, its length
 /// and the first bytes kept.
@@ -38,6 +76,8 @@ pub(crate) struct StdioTransport<R, W> {
     reader: BufReader<R>,
     line: Line,
     writer: Arc<Mutex<W>>,
+    in_flight: Arc<InFlight>,
+    parked: VecDeque<RxJsonRpcMessage<RoleServer>>,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StdioTransport<R, W> {
@@ -46,7 +86,57 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StdioTransport<R, W> {
             reader: BufReader::with_capacity(64 * 1024, reader),
             line: Line::default(),
             writer: Arc::new(Mutex::new(writer)),
+            in_flight: Arc::default(),
+            parked: VecDeque::new(),
         }
+    }
+
+    /// The next message for the service, in the order read, minding
+    /// [`MAX_IN_FLIGHT`]: a request past it is parked, and delivered once
+    /// an answer goes out.
+    fn deliver(
+        &mut self,
+        message: RxJsonRpcMessage<RoleServer>,
+    ) -> Option<RxJsonRpcMessage<RoleServer>> {
+        match &message {
+            JsonRpcMessage::Request(request) => {
+                let mut requests = self.in_flight.requests();
+                if requests.len() >= MAX_IN_FLIGHT || !self.parked.is_empty() {
+                    drop(requests);
+                    self.parked.push_back(message);
+                    return None;
+                }
+                requests.insert(request.id.clone());
+            }
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    // A parked request the client gave up on is dropped
+                    // unanswered, as a cancelled one is.
+                    self.parked.retain(
+                        |parked| !matches!(parked, JsonRpcMessage::Request(r) if &r.id == id),
+                    );
+                    self.in_flight.settle(id);
+                }
+            }
+            _ => {}
+        }
+        Some(message)
+    }
+
+    /// The oldest parked request, if there is room for it now.
+    fn unpark(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let mut requests = self.in_flight.requests();
+        if requests.len() >= MAX_IN_FLIGHT {
+            return None;
+        }
+        let message = self.parked.pop_front()?;
+        if let JsonRpcMessage::Request(request) = &message {
+            requests.insert(request.id.clone());
+        }
+        Some(message)
     }
 
     /// Reads to the end of the next line; `None` at the end of the input.
@@ -119,15 +209,41 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = self.writer.clone();
+        let in_flight = self.in_flight.clone();
         async move {
+            let answered = match &item {
+                JsonRpcMessage::Response(response) => Some(response.id.clone()),
+                JsonRpcMessage::Error(error) => error.id.clone(),
+                _ => None,
+            };
             let bytes = serde_json::to_vec(&item)?;
-            Self::write(&writer, bytes).await
+            drop(item);
+            let written = Self::write(&writer, bytes).await;
+            if let Some(id) = answered {
+                in_flight.settle(&id);
+            }
+            written
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            let line = match self.next_line().await? {
+            if let Some(request) = self.unpark() {
+                return Some(request);
+            }
+            let answered = self.in_flight.clone();
+            let next = if self.parked.len() >= MAX_PARKED {
+                answered.answered.notified().await;
+                continue;
+            } else if self.parked.is_empty() {
+                self.next_line().await
+            } else {
+                tokio::select! {
+                    next = self.next_line() => next,
+                    () = answered.answered.notified() => continue,
+                }
+            };
+            let line = match next? {
                 Ok(line) => line,
                 Err(error) => {
                     tracing::error!("cannot read stdin: {error}");
@@ -148,7 +264,11 @@ where
                 None => judge(line_bytes),
             };
             match verdict {
-                Verdict::Deliver(message) => return Some(*message),
+                Verdict::Deliver(message) => {
+                    if let Some(message) = self.deliver(*message) {
+                        return Some(message);
+                    }
+                }
                 Verdict::Refuse {
                     id: None, message, ..
                 } => {

@@ -43,6 +43,12 @@ pub(crate) struct RootDir {
 }
 
 impl RootDir {
+    /// Whether the directory was deleted since it was opened (its handle
+    /// still works, but nothing can be found or made in it).
+    pub(crate) fn deleted(&self) -> bool {
+        rustix::fs::fstat(&self.handle).is_ok_and(|stat| stat.st_nlink == 0)
+    }
+
     /// Opens the directory at `path` (canonicalised) as a root.
     // A read-only open (O_PATH or O_RDONLY): it writes nothing.
     #[allow(clippy::disallowed_methods)]

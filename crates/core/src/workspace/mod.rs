@@ -164,6 +164,19 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// Why no file of the workspace can be reached any more, if so: its
+    /// folder was deleted under the run (a failed call says so, rather
+    /// than that one file is missing).
+    pub fn gone(&self) -> Option<String> {
+        self.root.deleted().then(|| {
+            format!(
+                "the workspace folder {} was deleted while Gantry served it: no file in it can \
+                 be read or written; start Gantry again in a folder that exists",
+                self.root.path.display()
+            )
+        })
+    }
+
     /// Opens a workspace at `root`, which must be an existing directory.
     pub fn new(root: impl AsRef<Path>) -> io::Result<Self> {
         Ok(Workspace {

@@ -95,8 +95,9 @@ pub enum WriteError {
     Outside(String),
     /// The filesystem refused an operation.
     #[error(
-        "{}cannot {action} {path}: {source}{}",
+        "{}cannot {action} {path}: {source}{}{}",
         if *committed { "" } else { "nothing was written: " },
+        what_to_do(source),
         if *committed {
             "; the write was committed and is finished before the next write or when Gantry next opens this workspace"
         } else {
@@ -113,6 +114,24 @@ pub enum WriteError {
         /// Whether the write was already committed (it will be finished).
         committed: bool,
     },
+}
+
+/// What the model can do about an OS error whose own words ("No space
+/// left on device") leave it guessing.
+fn what_to_do(error: &io::Error) -> &'static str {
+    match error.kind() {
+        io::ErrorKind::StorageFull => {
+            " (the disk is full: nothing can be written until space is freed)"
+        }
+        io::ErrorKind::QuotaExceeded => " (the user's disk quota is used up)",
+        io::ErrorKind::ReadOnlyFilesystem => {
+            " (the file system is mounted read-only: no write can succeed here)"
+        }
+        _ if error.raw_os_error() == Some(rustix::io::Errno::MFILE.raw_os_error()) => {
+            " (Gantry has as many files open as its limit allows, `ulimit -n`)"
+        }
+        _ => "",
+    }
 }
 
 impl WriteError {
