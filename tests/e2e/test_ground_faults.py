@@ -183,7 +183,60 @@ async def test_a_workspace_deleted_during_a_call_ends_it_clearly_and_the_server_
             ("ls", {}),
         ]:
             result = await call(session, tool, arguments)
-            assert result.is_error and ("workspace" in text_of(result).lower() or "No such file" in text_of(result)), (
-                tool, text_of(result))
+            # A failure, or an answer about nothing, says the folder is gone.
+            assert "workspace folder" in text_of(result) and "was deleted" in text_of(result), (tool, text_of(result))
         # Nothing recreated it behind the user's back.
         assert not ws.exists()
+
+
+def fat_wheel(path: Path, size: int) -> Path:
+    """A wheel of the package `fat` holding `size` random bytes: built by
+    hand (a wheel is a zip with its metadata), so no build backend and no
+    index is needed to install it."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {
+        "fat/__init__.py": b"import pathlib\nSIZE = (pathlib.Path(__file__).parent / 'blob.bin').stat().st_size\n",
+        "fat/blob.bin": os.urandom(size),
+        "fat-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: fat\nVersion: 1.0\n",
+        "fat-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: gantry-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append("fat-1.0.dist-info/RECORD,,")
+    wheel = path / "fat-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr("fat-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+    return wheel
+
+
+def cell(code: str) -> dict:
+    return {"code": code, "description": "a cell of the full-disk test"}
+
+
+async def test_a_full_state_disk_fails_a_kernels_pip_install_whole_and_the_next_works(tmp_path: Path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    fat_wheel(workspace, 4 * 1024 * 1024)
+    async with grounded(tmp_path, 'mount -t tmpfs -o size=256m tmpfs "$STATE"') as (session, ws):
+        # The kernel's environment, and pip in it, while there is room.
+        ready = await call(session, "eval", cell("%pip --version"))
+        assert not ready.is_error, text_of(ready)
+        filler = fill(ws.parent / "state", 1024 * 1024)
+        install = "%pip install --no-index --no-deps ./fat-1.0-py3-none-any.whl"
+        refused = await call(session, "eval", cell(install))
+        assert refused.is_error and any(word in text_of(refused) for word in FULL), text_of(refused)
+        # Nothing half-installed: the package is not there at all.
+        absent = await call(session, "eval", cell("import importlib.util\nimportlib.util.find_spec('fat') is None"))
+        assert "True" in text_of(absent), text_of(absent)
+        filler.unlink()
+        installed = await call(session, "eval", cell(install))
+        assert not installed.is_error, text_of(installed)
+        size = await call(session, "eval", cell("import fat\nfat.SIZE"))
+        assert str(4 * 1024 * 1024) in text_of(size), text_of(size)

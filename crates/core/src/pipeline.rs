@@ -164,6 +164,9 @@ impl Run {
                 for notice in self.drain_notices() {
                     result.append_text(&format!("[run notice] {notice}"));
                 }
+                if let Some(gone) = self.workspace().gone() {
+                    result.append_text(&format!("[run notice] {gone}"));
+                }
                 Ok(result.within_budget())
             }
             Err(mut error) => {

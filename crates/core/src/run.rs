@@ -251,6 +251,14 @@ impl Run {
         self.registry().list(self.inner.surface.cap)
     }
 
+    /// Whether the tool `name`, as this run's surface sees it, asks a
+    /// person: asked of every call, so it lists nothing.
+    pub fn tool_needs_person(&self, name: &str) -> bool {
+        self.registry().get(name).is_some_and(|entry| {
+            entry.spec.needs_person && entry.spec.tier <= self.inner.surface.cap
+        })
+    }
+
     /// Changes the registry after the run was built (a family whose
     /// bridged server came or went) and tells every watcher of
     /// [`Run::tools_changed`], so front ends can say the list changed.

@@ -1,6 +1,7 @@
 //! `read_file`: numbered lines of a text file, streamed, or an image as a
 //! rich part, or a description of what cannot be shown.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -478,29 +479,40 @@ fn read_text(
                 String::from_utf8_lossy(&buf)
             }
         };
-        let mut entry = format!("{number:>6}\t");
+        // Written straight into the output, and taken back if it does
+        // not fit: a line costs no allocation of its own.
+        let start = out.len();
+        let _ = write!(out, "{number:>6}\t");
         let whole = line.bytes as usize == buf.len();
-        match text.char_indices().nth(MAX_LINE_CHARS) {
-            None if whole => entry.push_str(&text),
+        // Never more characters than bytes: only a long line is counted.
+        let cut_at = if text.len() > MAX_LINE_CHARS {
+            text.char_indices().nth(MAX_LINE_CHARS).map(|(at, _)| at)
+        } else {
+            None
+        };
+        match cut_at {
+            None if whole => out.push_str(&text),
             at => {
-                let end = at.map_or(text.len(), |(at, _)| at);
-                entry.push_str(&text[..end]);
-                entry.push_str(&format!(
+                let end = at.unwrap_or(text.len());
+                out.push_str(&text[..end]);
+                let _ = write!(
+                    out,
                     "… [line cut at {MAX_LINE_CHARS} characters; the whole line is {}{}]",
                     if line.endless { "over " } else { "" },
                     human_size(line.bytes)
-                ));
+                );
                 cut.push(number);
             }
         }
-        entry.push('\n');
+        out.push('\n');
         if line.endless {
             endless = Some(number);
             if cut.last() == Some(&number) {
                 cut.pop();
             }
         }
-        if !out.is_empty() && out.len() + entry.len() > MAX_OUTPUT_BYTES {
+        if start > 0 && out.len() > MAX_OUTPUT_BYTES {
+            out.truncate(start);
             budget_hit = true;
             held_back = 1;
             if cut.last() == Some(&number) {
@@ -511,7 +523,6 @@ fn read_text(
             }
             break;
         }
-        out.push_str(&entry);
         number += 1;
         if endless.is_some() {
             break;

@@ -354,7 +354,14 @@ def _gantry_driver():
                 # Gantry's environment has no pip of its own and this
                 # system Python none to lend it: bring the bundled one.
                 subprocess.call([sys.executable, "-m", "ensurepip", "--default-pip"])
+            entries = site_entries()
             code = subprocess.call([sys.executable, "-m", "pip", *args, "--disable-pip-version-check"])
+            if code:
+                # pip rolls back what it uninstalled, not what it half
+                # installed (a full disk leaves a package without files).
+                left = remove_new_entries(entries)
+                if left:
+                    print(f"[the failed install left {', '.join(sorted(left))} behind; removed]")
             evicted = evict(before)
             if evicted:
                 print(f"[the next import sees the new install: {', '.join(sorted(evicted))} removed from sys.modules]")
@@ -400,6 +407,35 @@ def _gantry_driver():
             if seconds >= scale:
                 return f"{seconds / scale:.3g} {unit}"
         return f"{seconds / 1e-9:.3g} ns"
+
+    def site_dirs():
+        import site
+        dirs = list(site.getsitepackages())
+        if site.ENABLE_USER_SITE:
+            dirs.append(site.getusersitepackages())
+        return [d for d in dirs if os.path.isdir(d)]
+
+    def site_entries():
+        """What each site-packages folder holds now, by name."""
+        return {d: set(os.listdir(d)) for d in site_dirs()}
+
+    def remove_new_entries(entries):
+        """Removes what appeared in the site-packages folders since
+        `entries` was taken; the names removed."""
+        import shutil
+        removed = []
+        for d, names in entries.items():
+            for name in set(os.listdir(d)) - names:
+                path = os.path.join(d, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+                removed.append(name)
+        return removed
 
     def installed():
         import importlib.metadata

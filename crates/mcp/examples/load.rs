@@ -7,12 +7,15 @@
 //!
 //! ```text
 //! load GANTRY WORKSPACE stdio CALLS
-//! load GANTRY WORKSPACE http SESSIONS CALLS_PER_SESSION
+//! load GANTRY WORKSPACE http SESSIONS CALLS_PER_SESSION [EVERY_MS]
 //! load GANTRY WORKSPACE tokens TOKENS CALLS_PER_TOKEN
 //! ```
 //!
 //! Every call reads `README.md` of WORKSPACE with `read_file`; the server
 //! runs with no user settings of its own (`HOME` a fresh folder). In
+//! `http`, each session makes its calls back to back (saturating: the
+//! latency is then mostly the queue), or with EVERY_MS one call every that
+//! many milliseconds (a fleet at a pace below the machine's capacity). In
 //! `tokens`, each bearer token is a client of protocol 2026-07-28 (no
 //! session: the token is the run) that also starts a background `shell`
 //! job printing its own marker, polls it to its end, and asks for the
@@ -60,7 +63,18 @@ async fn main() {
     let home = tempfile::tempdir().expect("a home");
     let report = match mode {
         "stdio" => stdio(&gantry, &workspace, home.path(), number(4)).await,
-        "http" => http(&gantry, &workspace, home.path(), number(4), number(5)).await,
+        "http" => {
+            let every = args.get(6).map(|_| Duration::from_millis(number(6) as u64));
+            http(
+                &gantry,
+                &workspace,
+                home.path(),
+                number(4),
+                number(5),
+                every,
+            )
+            .await
+        }
         "tokens" => tokens(&gantry, &workspace, home.path(), number(4), number(5)).await,
         _ => panic!("{usage}"),
     };
@@ -162,19 +176,32 @@ async fn http(
     home: &std::path::Path,
     sessions: usize,
     per_session: usize,
+    every: Option<Duration>,
 ) -> String {
     let token = "load-generator-token".to_string();
     let (mut child, url) = http_server(gantry, workspace, home, std::slice::from_ref(&token)).await;
     let measure = Measure::start(&child);
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..sessions {
+    for session in 0..sessions {
         let transport = http_transport(&url, &token);
         tasks.spawn(async move {
             let Ok(client) = ().serve(transport).await else {
                 return vec![None; per_session];
             };
+            // Paced sessions start spread over one period, so their calls
+            // do not all come at once.
+            let mut ticks = every.map(|every| {
+                let phase = every * session as u32 / sessions as u32;
+                let mut ticks =
+                    tokio::time::interval_at(tokio::time::Instant::now() + phase, every);
+                ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                ticks
+            });
             let mut latencies = Vec::with_capacity(per_session);
             for _ in 0..per_session {
+                if let Some(ticks) = &mut ticks {
+                    ticks.tick().await;
+                }
                 latencies.push(timed_call(&client, read_file()).await);
             }
             let _ = client.cancel().await;
@@ -183,7 +210,16 @@ async fn http(
     }
     let latencies: Vec<Option<Duration>> = tasks.join_all().await.into_iter().flatten().collect();
     let report = measure.summary(
-        &format!("http, {sessions} sessions x {per_session} calls each, sessions concurrent"),
+        &match every {
+            None => format!(
+                "http, {sessions} sessions x {per_session} calls each, back to back, sessions concurrent"
+            ),
+            Some(every) => format!(
+                "http, {sessions} sessions x {per_session} calls each, one call every {} ms per session ({:.0} calls/s offered)",
+                every.as_millis(),
+                sessions as f64 / every.as_secs_f64()
+            ),
+        },
         &latencies,
         &child,
     );

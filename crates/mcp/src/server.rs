@@ -447,12 +447,7 @@ impl ServerHandler for GantryServer {
         let run = self.run(&context).await?;
         let modern = is_modern(&context);
         let can_elicit = can_elicit(&context);
-        if !can_elicit
-            && run
-                .tools()
-                .iter()
-                .any(|tool| tool.name == *request.name && tool.needs_person)
-        {
+        if !can_elicit && run.tool_needs_person(&request.name) {
             return Ok(failure(format!(
                 "`{}` asks a person, and this client did not declare elicitation, so nobody \
                  can answer; decide under a stated assumption instead",
