@@ -6,9 +6,9 @@ the command it started is killed, and a stdio server ends."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -90,6 +90,8 @@ def test_a_stdio_client_that_stops_reading_does_not_grow_the_server(workspace: P
         # The client reads nothing. The writer stalls once the server
         # stops taking requests it cannot answer; 20 s is a bound, not a wait.
         peak = peak_while(server.pid, writer, 20)
+        print(f"\nstdio, {REQUESTS} requests of 256 KiB answers never read: server peak {peak:.0f} MiB",
+              file=sys.stderr)
         assert peak < MEMORY_BOUND_MIB, f"the server grew to {peak:.0f} MiB for a client that reads nothing"
         # The client goes away: the server ends.
         server.stdout.close()
@@ -199,6 +201,7 @@ async def test_http_answers_never_read_do_not_grow_the_server(workspace: Path, h
                 request(i, "read_file", {"path": "big.txt", "limit": 256})), session))
             peak = max(peak, resident_mib(served.proc.pid))
         peak = max(peak, await settled_size(served.proc.pid))
+        print(f"\nhttp, 200 answers of 256 KiB never read: server peak {peak:.0f} MiB", file=sys.stderr)
         assert peak < MEMORY_BOUND_MIB, f"the server grew to {peak:.0f} MiB for 200 answers nobody reads"
     finally:
         for connection in connections:

@@ -98,14 +98,16 @@ class Campaign:
 
     resource: str
     hit: list[str] = field(default_factory=list)  # errors of calls a kill hit
-    answered: int = 0  # calls the kill missed (it landed before or after)
+    answered: int = 0  # calls answered all the same (missed, or asked again of a restarted resource)
+    noted: int = 0  # of those, the ones whose answer says the resource died and was restarted
     slowest: float = 0.0
     slowest_recovery: float = 0.0
     killed: int = 0
 
     def line(self) -> str:
-        return (f"{self.resource}: {self.killed} kills, {len(self.hit)} calls hit and said so, "
-                f"{self.answered} answered anyway, slowest hit call {self.slowest * 1000:.0f} ms, "
+        return (f"{self.resource}: {self.killed} kills, {len(self.hit)} calls failed saying what died, "
+                f"{self.answered} answered ({self.noted} of them saying it died and was restarted), "
+                f"slowest hit call {self.slowest * 1000:.0f} ms, "
                 f"slowest recovery {self.slowest_recovery * 1000:.0f} ms"
                 + "".join(f"\n  said: {said}" for said in sorted({said_of(hit) for hit in self.hit})))
 
@@ -179,6 +181,7 @@ async def run_campaign(
         text = text_of(result)
         if answered(result):
             campaign.answered += 1
+            campaign.noted += bool(re.search(r"\[run notice\].*(crash|died|down|killed)", text))
         else:
             assert DEATH.search(text), f"{campaign.resource}: an answer that does not say what died: {text}"
             campaign.hit.append(text)
