@@ -25,7 +25,7 @@ use crate::jsonrpc::{
     INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, Verdict, error_message, invalid_params,
     judge,
 };
-use crate::server::{Credential, GantryServer, RunFactory, Shared, StatelessRuns};
+use crate::server::{CallerGone, Credential, GantryServer, RunFactory, Shared, StatelessRuns};
 
 /// How the HTTP front end is exposed.
 #[derive(Debug, Clone)]
@@ -266,11 +266,6 @@ async fn guard(mut request: Request, next: Next) -> Response {
     };
     cancel_unless_read(response, armed)
 }
-
-/// Cancelled when the client of one HTTP exchange goes away before it has
-/// read the answer: the call it made is cancelled with it.
-#[derive(Clone)]
-pub(crate) struct CallerGone(pub(crate) CancellationToken);
 
 /// `response` whose body, dropped before its end, fires `armed`; read to
 /// its end, it disarms it.

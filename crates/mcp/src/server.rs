@@ -32,6 +32,12 @@ use crate::human::{PeerHuman, RetryHuman};
 pub type RunFactory =
     Arc<dyn Fn(Option<Arc<dyn Human>>, Origin) -> RunFuture + Send + Sync + 'static>;
 
+/// Cancelled when the client of one HTTP exchange goes away before it has
+/// read the answer: the call it made is cancelled with it (the HTTP front
+/// end puts it in the request's extensions).
+#[derive(Clone)]
+pub(crate) struct CallerGone(pub(crate) CancellationToken);
+
 /// The run a [`RunFactory`] is building.
 pub type RunFuture =
     std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<Run>> + Send>>;
@@ -489,7 +495,7 @@ impl ServerHandler for GantryServer {
         let caller_gone = context
             .extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<crate::http::CallerGone>())
+            .and_then(|parts| parts.extensions.get::<CallerGone>())
             .map(|gone| gone.0.clone());
         let cancel = context.ct.clone();
         let _watch = caller_gone.map(|gone| {
