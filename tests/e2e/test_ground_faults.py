@@ -86,33 +86,30 @@ def put_files(root: Path) -> None:
         (root / name).write_text(text)
 
 
+async def refused_while_full_then_applied(session, ws: Path, full: Path, leave: int) -> None:
+    """Fills the disk of `full` but `leave` bytes: PATCH is refused saying
+    the disk is full and changes no file; once space is freed it applies."""
+    put_files(ws)
+    filler = fill(full, leave)
+    before = contents(ws)
+    refused = await call(session, "apply_patch", {"patch": PATCH})
+    assert refused.is_error and any(word in text_of(refused) for word in FULL), text_of(refused)
+    # All or nothing: every file as it was, no temp file left.
+    assert contents(ws) == before
+    filler.unlink()
+    applied = await call(session, "apply_patch", {"patch": PATCH})
+    assert not applied.is_error, text_of(applied)
+
+
 async def test_a_full_workspace_disk_changes_no_file_and_the_write_after_freeing_works(tmp_path: Path):
     async with grounded(tmp_path, 'mount -t tmpfs -o size=1m tmpfs "$WS"') as (session, ws):
-        put_files(ws)
-        filler = fill(ws, 16 * 1024)
-        before = contents(ws)
-        refused = await call(session, "apply_patch", {"patch": PATCH})
-        assert refused.is_error and any(word in text_of(refused) for word in FULL), text_of(refused)
-        # All or nothing: every file as it was, no temp file left.
-        assert contents(ws) == before
-        filler.unlink()
-        applied = await call(session, "apply_patch", {"patch": PATCH})
-        assert not applied.is_error, text_of(applied)
+        await refused_while_full_then_applied(session, ws, ws, 16 * 1024)
         assert (ws / "a.txt").read_text() == "uno\n" and (ws / "c.txt").read_text().startswith("tres\nline 000000")
 
 
 async def test_a_full_state_disk_refuses_the_apply_before_it_touches_a_file(tmp_path: Path):
     async with grounded(tmp_path, 'mount -t tmpfs -o size=64k tmpfs "$STATE"') as (session, ws):
-        put_files(ws)
-        state = ws.parent / "state"
-        filler = fill(state, 0)
-        before = contents(ws)
-        refused = await call(session, "apply_patch", {"patch": PATCH})
-        assert refused.is_error and any(word in text_of(refused) for word in FULL), text_of(refused)
-        assert contents(ws) == before
-        filler.unlink()
-        applied = await call(session, "apply_patch", {"patch": PATCH})
-        assert not applied.is_error, text_of(applied)
+        await refused_while_full_then_applied(session, ws, ws.parent / "state", 0)
         assert (ws / "b.txt").read_text() == "dos\n"
 
 

@@ -180,6 +180,7 @@ impl Bridge {
         }
         let mut up = BTreeMap::new();
         let mut down_reasons: BTreeMap<String, String> = BTreeMap::new();
+        let mut restarting = std::collections::BTreeSet::new();
         for server in &self.servers {
             match server.state() {
                 State::Ready(connection) => {
@@ -199,7 +200,11 @@ impl Bridge {
                     up.insert(server.alias.clone(), false);
                 }
             }
-            for tool in server.tools_while_restarting().unwrap_or_default() {
+            let kept = server.tools_while_restarting();
+            if kept.is_some() {
+                restarting.insert(server.alias.clone());
+            }
+            for tool in kept.unwrap_or_default() {
                 offer(
                     Arc::new(BridgedTool::new(server.clone(), tool)),
                     format!("MCP server `{}`", server.alias),
@@ -218,14 +223,10 @@ impl Bridge {
                     serde_json::json!({ "resource": format!("server {alias}"), "detail": detail }),
                 );
             }
-            let restarting = self
-                .servers
-                .iter()
-                .any(|server| &server.alias == alias && server.tools_while_restarting().is_some());
             match (was_up, now_up, down_reasons.get(alias)) {
-                (true, false, Some(line)) if restarting => self.notices.push(format!(
-                    "{line}; a call to its tools waits for it to be back"
-                )),
+                (true, false, Some(line)) if restarting.contains(alias) => self.notices.push(
+                    format!("{line}; a call to its tools waits for it to be back"),
+                ),
                 (true, false, Some(line)) => self
                     .notices
                     .push(format!("{line}; its tools are gone until it is back")),
