@@ -81,7 +81,7 @@ pub use sync::lock;
 pub use tier::{ApprovalMode, Tier};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DynTool, Prepared, Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};
-pub use workspace::{DirEntry, NotRegular, PathError, Workspace, read_regular};
+pub use workspace::{DirEntry, NotRegular, OpenDir, PathError, Workspace, read_regular};
 pub use write::{Applied, ChangeSet, WriteError, WriteHook};
 
 #[cfg(test)]

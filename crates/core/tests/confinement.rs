@@ -119,6 +119,85 @@ fn reads_never_reach_outside_while_a_folder_is_swapped_for_a_link() {
     );
 }
 
+#[test]
+fn files_opened_by_name_in_a_held_folder_never_come_from_outside() {
+    let mut race = Race::start();
+    let dir = race.ws().root().join("racedir");
+    let (mut inside, mut refused, mut outside) = (0, 0, 0);
+    let until = Instant::now() + RACE;
+    while Instant::now() < until {
+        // Held across several opens, as a search holds it, while the
+        // folder it was opened by is swapped back and forth.
+        let Ok(held) = race.ws().open_dir(&dir) else {
+            refused += 1;
+            continue;
+        };
+        for _ in 0..4 {
+            let read = race
+                .ws()
+                .open_entry(&held, "f.txt".as_ref())
+                .and_then(|mut file| {
+                    let mut bytes = Vec::new();
+                    std::io::Read::read_to_end(&mut file, &mut bytes).map(|_| bytes)
+                });
+            match read {
+                Ok(bytes) if bytes == b"inside" => inside += 1,
+                Ok(bytes) => {
+                    outside += 1;
+                    assert_eq!(bytes, b"OUTSIDE");
+                }
+                Err(_) => refused += 1,
+            }
+        }
+    }
+    let swaps = race.stop();
+    eprintln!(
+        "opens by name: {inside} inside, {refused} refused, {outside} outside; {swaps} swaps"
+    );
+    assert_eq!(outside, 0, "{outside} opens returned the outside file");
+    assert!(swaps > 1000, "the race barely ran: {swaps} swaps");
+    assert!(
+        inside > 0 && refused > 0,
+        "inside {inside}, refused {refused}"
+    );
+}
+
+#[test]
+fn an_entry_name_cannot_leave_its_folder() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("d")).unwrap();
+    std::fs::write(ws.path().join("top.txt"), "top").unwrap();
+    std::fs::write(ws.path().join("d/in.txt"), "in").unwrap();
+    std::fs::write(outside.path().join("secret"), "OUTSIDE").unwrap();
+    std::os::unix::fs::symlink("../top.txt", ws.path().join("d/up")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret"), ws.path().join("d/out")).unwrap();
+    let workspace = Workspace::new(ws.path()).unwrap();
+    let held = workspace.open_dir(&workspace.root().join("d")).unwrap();
+    let read = |name: &str| {
+        workspace
+            .open_entry(&held, name.as_ref())
+            .map(|file| std::io::read_to_string(file).unwrap())
+    };
+    assert_eq!(read("in.txt").unwrap(), "in");
+    // A link is followed only where it stays inside.
+    assert_eq!(read("up").unwrap(), "top");
+    let refused = read("out").unwrap_err();
+    assert_eq!(
+        refused.kind(),
+        std::io::ErrorKind::PermissionDenied,
+        "{refused}"
+    );
+    for name in ["..", ".", "", "../top.txt", "sub/in.txt"] {
+        let refused = read(name).unwrap_err();
+        assert_eq!(
+            refused.kind(),
+            std::io::ErrorKind::InvalidInput,
+            "{name}: {refused}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overwrites_and_creates_never_land_outside_while_a_folder_is_swapped() {
     let mut race = Race::start();

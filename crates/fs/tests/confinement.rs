@@ -202,3 +202,53 @@ async fn describe_says_what_a_call_will_do() {
         "read `src/**/*.rs`, `README.md` except `**/tests/**`"
     );
 }
+
+/// grep opens the files of a folder by name in one handle on the folder:
+/// while that folder is swapped for a link to outside, as fast as a thread
+/// can, no search returns a line of the outside file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grep_never_reads_outside_while_a_folder_is_swapped_for_a_link() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let fx = Fixture::new();
+    let outside = tempfile::tempdir().unwrap();
+    for n in 0..20 {
+        fx.write(&format!("racedir/f{n}.txt"), "needle inside\n");
+        std::fs::write(outside.path().join(format!("f{n}.txt")), "needle OUTSIDE\n").unwrap();
+    }
+    std::os::unix::fs::symlink(outside.path(), fx.path("racelink")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicUsize::new(0));
+    let swapper = {
+        let (a, b) = (fx.path("racedir"), fx.path("racelink"));
+        let (stop, swaps) = (stop.clone(), swaps.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    &a,
+                    rustix::fs::CWD,
+                    &b,
+                    rustix::fs::RenameFlags::EXCHANGE,
+                )
+                .unwrap();
+                swaps.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let (mut searches, mut found_inside) = (0, 0);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < until {
+        let text = fx.ok("grep", json!({"pattern": "needle"})).await;
+        assert!(!text.contains("OUTSIDE"), "grep read outside:\n{text}");
+        searches += 1;
+        found_inside += usize::from(text.contains("needle inside"));
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    let swaps = swaps.load(Ordering::Relaxed);
+    eprintln!("{searches} searches ({found_inside} found the inside file), {swaps} swaps");
+    assert!(swaps > 1000, "the race barely ran: {swaps} swaps");
+    assert!(found_inside > 0, "no search found the inside files");
+}

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::fs::File;
+use std::io;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use gantry_core::{CancellationToken, ToolError, Workspace};
+use gantry_core::{CancellationToken, OpenDir, ToolError, Workspace};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 
@@ -19,6 +21,50 @@ use crate::common::walker;
 /// walk stops looking past the cutoff: enough to say "at least 2,000" and
 /// show the scale, without searching a whole monorepo for a common word.
 const COUNT_FACTOR: u64 = 10;
+
+/// Directory handles one walker thread keeps: the walk is depth first, so
+/// the folders whose files are still to come are the few on the current
+/// path, and a handful covers them without holding many descriptors.
+const OPEN_DIRS: usize = 8;
+
+/// The last directories a walker thread opened files in, most recent last.
+#[derive(Default)]
+pub(super) struct Dirs(Vec<OpenDir>);
+
+impl Dirs {
+    /// Opens the file at `path` as the walk listed it: by name in its
+    /// directory's handle, which was opened beneath the root, so the
+    /// kernel resolves one name rather than the whole path. A link, or an
+    /// entry swapped for one since the listing, goes through
+    /// [`Workspace::open_file`], which follows only links that stay inside.
+    fn open(&mut self, workspace: &Workspace, path: &Path, link: bool) -> io::Result<File> {
+        let (Some(parent), Some(name), false) = (path.parent(), path.file_name(), link) else {
+            return workspace.open_file(path);
+        };
+        let at = match self
+            .0
+            .iter()
+            .rposition(|dir| dir.path().as_os_str() == parent.as_os_str())
+        {
+            Some(at) => at,
+            None => {
+                // Out of descriptors, say: the path's own open decides.
+                let Ok(dir) = workspace.open_dir(parent) else {
+                    return workspace.open_file(path);
+                };
+                if self.0.len() == OPEN_DIRS {
+                    self.0.remove(0);
+                }
+                self.0.push(dir);
+                self.0.len() - 1
+            }
+        };
+        let dir = self.0.remove(at);
+        let opened = workspace.open_entry(&dir, name);
+        self.0.push(dir);
+        opened
+    }
+}
 
 /// The files that may still be shown, in path order, and the cutoff.
 #[derive(Default)]
@@ -120,6 +166,7 @@ impl<'s> ParallelVisitorBuilder<'s> for &'s Shared<'s> {
             },
             generation: 0,
             cutoff: None,
+            dirs: Dirs::default(),
         })
     }
 }
@@ -132,6 +179,7 @@ pub(super) struct Worker<'s> {
     /// The cutoff as of `generation`.
     pub(super) generation: u64,
     pub(super) cutoff: Option<OsString>,
+    pub(super) dirs: Dirs,
 }
 
 impl Worker<'_> {
@@ -176,7 +224,10 @@ impl Worker<'_> {
         // Opened again through the workspace, whatever the walk listed: a
         // link is searched only when it leads to a file inside, and a
         // folder swapped for a link since the listing leads nowhere out.
-        let Ok(file) = shared.workspace.open_file(path) else {
+        let Ok(file) = self
+            .dirs
+            .open(shared.workspace, path, file_type.is_symlink())
+        else {
             if !file_type.is_symlink() {
                 shared.unreadable.fetch_add(1, Ordering::Relaxed);
             }
