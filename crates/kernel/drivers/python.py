@@ -12,6 +12,7 @@
 
 
 def _gantry_driver():
+    import _signal
     import ast
     import base64
     import builtins
@@ -35,6 +36,9 @@ def _gantry_driver():
     os.set_inheritable(out_fd, False)
     real_stdout, real_stderr = sys.stdout, sys.stderr
     no_interrupt_mask = {signal.SIGINT}
+    # signal's own wrapper turns every mask it returns into enums: a few
+    # microseconds a call, four calls a cell.
+    sigmask = _signal.pthread_sigmask
     # Interrupts reach user code only: a frame half written or half read
     # would break the protocol, so SIGINT waits while the driver talks.
     signal.pthread_sigmask(signal.SIG_BLOCK, no_interrupt_mask)
@@ -54,14 +58,14 @@ def _gantry_driver():
                 return
             NoInterrupt.depth += 1
             if NoInterrupt.depth == 1:
-                signal.pthread_sigmask(signal.SIG_BLOCK, no_interrupt_mask)
+                sigmask(signal.SIG_BLOCK, no_interrupt_mask)
 
         def __exit__(self, *exc):
             if threading.get_ident() != main_thread:
                 return
             NoInterrupt.depth -= 1
             if NoInterrupt.depth == 0 and running[0]:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, no_interrupt_mask)
+                sigmask(signal.SIG_UNBLOCK, no_interrupt_mask)
 
     no_interrupt = NoInterrupt()
     running = [False]
@@ -77,21 +81,38 @@ def _gantry_driver():
 
     def stop_interrupts():
         running[0] = False
-        signal.pthread_sigmask(signal.SIG_BLOCK, no_interrupt_mask)
+        sigmask(signal.SIG_BLOCK, no_interrupt_mask)
 
     # Threads of the cell print too: one frame at a time on the pipe.
     frame_lock = threading.Lock()
 
-    def write_frame(frame):
+    # Frames held back to go out with the next one, in one write: a cell's
+    # result waits for its `done`, so a trivial cell costs two writes (the
+    # markers, the frames) and wakes the host once, not twice.
+    held = []
+
+    def encode(frame):
         data = json.dumps(frame, default=repr).encode("utf-8", "replace")
-        data = struct.pack(">I", len(data)) + data
+        return struct.pack(">I", len(data)) + data
+
+    def hold(frame):
+        with frame_lock:
+            held.append(encode(frame))
+
+    def write_frame(frame):
+        data = encode(frame)
         with no_interrupt, frame_lock:
+            frames = held + [data]
+            held.clear()
             for fd in sync_fd:
                 try:
-                    os.write(fd, sync_marker)  # shorter than PIPE_BUF: written whole
+                    # One marker per frame; at most two frames (a held
+                    # result and the frame after it), so the markers are
+                    # shorter than PIPE_BUF and written whole.
+                    os.write(fd, sync_marker * len(frames))
                 except OSError:
-                    pass  # the order of this frame with stdout is lost; nothing else is
-            view = memoryview(data)
+                    pass  # the order of these frames with stdout is lost; nothing else is
+            view = memoryview(b"".join(frames))
             while view:
                 view = view[os.write(out_fd, view):]
 
@@ -500,21 +521,21 @@ def _gantry_driver():
 
     def transform(code):
         """Plain Python is left alone; IPython idioms go through IPython's own
-        transformer when this interpreter has IPython, else `rewrite`."""
+        transformer when this interpreter has IPython, else `rewrite`. The
+        code to run, with its tree when plain Python parsed it already."""
         try:
-            ast.parse(code)
-            return code
+            return code, ast.parse(code)
         except SyntaxError:
             pass
         if not re.search(r"^\s*(%|!|[\w.]+\s*=\s*!)", code, re.M):
-            return code
+            return code, None
         if not transformer:
             try:
                 from IPython.core.inputtransformer2 import TransformerManager
                 transformer.append(TransformerManager().transform_cell)
             except ImportError:
                 transformer.append(rewrite)
-        return transformer[0](code)
+        return transformer[0](code), None
 
     # -- the checkout stays as it was ------------------------------------------------
 
@@ -546,9 +567,10 @@ def _gantry_driver():
 
     import linecache
 
-    def run_source(source, filename, echo):
+    def run_source(source, filename, echo, tree=None):
         flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-        tree = ast.parse(source, filename, "exec")
+        if tree is None:
+            tree = ast.parse(source, filename, "exec")
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         last = None
         if echo and tree.body and isinstance(tree.body[-1], ast.Expr) and not source.rstrip().endswith(";"):
@@ -596,19 +618,20 @@ def _gantry_driver():
         filename = f"<cell {counter[0]}>"
         calls[0] = 0
         try:
-            source = transform(code)
+            source, tree = transform(code)
             # An interrupt meant for a cell that ended meanwhile is dropped.
-            if signal.SIGINT in signal.sigpending():
+            if signal.SIGINT in _signal.sigpending():
                 signal.sigwait(no_interrupt_mask)
             running[0] = True
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, no_interrupt_mask)
+            sigmask(signal.SIG_UNBLOCK, no_interrupt_mask)
             try:
-                value = run_source(source, filename, echo=True)
+                value = run_source(source, filename, echo=True, tree=tree)
             finally:
                 stop_interrupts()
             if value is not None:
                 user_ns["_"] = value
-                send({"type": "result", "data": bundle(value)})
+                flush_streams()
+                hold({"type": "result", "data": bundle(value)})
         except BaseException as error:  # KeyboardInterrupt and SystemExit too: the kernel stays
             # A second interrupt may have cut the `finally` above short.
             stop_interrupts()

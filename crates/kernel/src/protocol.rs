@@ -99,6 +99,9 @@ pub enum ToKernel<'a> {
     },
 }
 
+/// What the frame reader asks the pipe for at once: a pipe's default size.
+const READ_BUFFER: usize = 64 * 1024;
+
 /// Writes one frame.
 pub async fn write_frame(to: &mut pipe::Sender, frame: &ToKernel<'_>) -> std::io::Result<()> {
     let body = serde_json::to_vec(frame).map_err(std::io::Error::other)?;
@@ -113,11 +116,13 @@ pub async fn write_frame(to: &mut pipe::Sender, frame: &ToKernel<'_>) -> std::io
 /// frame, the kernel's raw output and its budget at once (a frame read
 /// half-way is never dropped). The channel closes when the kernel closes
 /// its end: it exited, or its driver broke; an unreadable frame is an
-/// `Err` with what was wrong.
+/// `Err` with what was wrong. Buffered: a cell's last frames come in one
+/// write, and are read in one call rather than two per frame.
 pub fn read_frames(
-    mut from: impl AsyncRead + Unpin + Send + 'static,
+    from: impl AsyncRead + Unpin + Send + 'static,
 ) -> mpsc::Receiver<Result<FromKernel, String>> {
     let (sender, frames) = mpsc::channel(64);
+    let mut from = tokio::io::BufReader::with_capacity(READ_BUFFER, from);
     tokio::spawn(async move {
         loop {
             let Ok(length) = from.read_u32().await else {

@@ -11,6 +11,7 @@
 mod common;
 
 use common::*;
+use gantry_core::Part;
 
 #[tokio::test]
 async fn a_dataframe_is_a_markdown_table_capped_with_the_cut_said() {
@@ -68,6 +69,37 @@ async fn every_open_figure_becomes_one_png_part_sent_once() {
     let next = cell_result(&run, py("len(plt.get_fignums())")).await;
     assert!(images(&next).is_empty());
     assert!(next.text_content().starts_with('0'));
+    run.shutdown().await;
+}
+
+/// The driver holds a cell's result back to send it with the cell's end
+/// in one write: a figure left open, shown after the result, still comes
+/// after it, and a print before it still comes before.
+#[tokio::test]
+async fn a_held_result_keeps_its_place_between_prints_and_figures() {
+    let dir = workspace(&[]);
+    let run = run(dir.path());
+    let result = cell_result(
+        &run,
+        py("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nprint('before')\n'the value'"),
+    )
+    .await;
+    let kinds: Vec<String> = result
+        .llm_content
+        .iter()
+        .map(|part| match part {
+            Part::Image { .. } => "png".to_string(),
+            other => serde_json::to_string(other).unwrap(),
+        })
+        .collect();
+    let at = |what: &str| {
+        kinds
+            .iter()
+            .position(|kind| kind.contains(what))
+            .unwrap_or_else(|| panic!("no {what} in {kinds:?}"))
+    };
+    assert!(at("before") <= at("the value"), "{kinds:?}");
+    assert!(at("the value") < at("png"), "{kinds:?}");
     run.shutdown().await;
 }
 
