@@ -13,7 +13,8 @@
 #
 # Regexes: a common literal (`unwrap\(\)`), an identifier pattern
 # (`fn \w+_test`) and a rare name (`PhantomPinned`). Both sides match case
-# exactly: `rg -n REGEX TREE`, and grep with `case_insensitive: false`.
+# exactly: `rg -n REGEX TREE`, and grep with `case_insensitive: false`; the
+# CLI comparison adds smart case on both sides (grep's default, `rg -S`).
 #
 # Two comparisons:
 #   1. in-process: the grep tool called through `Run::call`
@@ -81,23 +82,29 @@ for p in "${PATTERNS[@]}"; do
     args="{\"pattern\":\"$escaped\",\"case_insensitive\":false}"
     gantry_cmd="$(printf '%q ' "$GANTRY" --root "$TREE" call grep "$args")"
     rg_cmd="$(printf '%q ' rg -n "$p" "$TREE")"
+    # Smart case on both sides: grep's default, and `rg -S`.
+    smart_args="{\"pattern\":\"$escaped\"}"
+    gantry_smart_cmd="$(printf '%q ' "$GANTRY" --root "$TREE" call grep "$smart_args")"
+    rg_smart_cmd="$(printf '%q ' rg -S -n "$p" "$TREE")"
     echo "-- $p"
     # sed reads to the end, so the CLI never writes into a closed pipe.
     echo "gantry: $("$GANTRY" --root "$TREE" call grep "$args" | sed -n 1p)"
     echo "rg:     $(rg -n "$p" "$TREE" | wc -l) lines"
     hyperfine --warmup 2 --runs "$RUNS" --export-json "$JSON" \
         --command-name gantry "$gantry_cmd" \
-        --command-name rg "$rg_cmd"
+        --command-name rg "$rg_cmd" \
+        --command-name "gantry (smart case)" "$gantry_smart_cmd" \
+        --command-name "rg -S" "$rg_smart_cmd"
     python3 - "$JSON" "$p" >>"$SUMMARY" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"]
-g, rg = r[0], r[1]
-print("%-16s %10.1f ms %10.1f ms %8.2fx %10.2fx" % (
-    sys.argv[2], g["mean"] * 1000, rg["mean"] * 1000,
-    g["mean"] / rg["mean"], g["median"] / rg["median"]))
+for (g, rg), case in (((r[0], r[1]), "exact"), ((r[2], r[3]), "smart")):
+    print("%-16s %-6s %10.1f ms %10.1f ms %8.2fx %10.2fx" % (
+        sys.argv[2], case, g["mean"] * 1000, rg["mean"] * 1000,
+        g["mean"] / rg["mean"], g["median"] / rg["median"]))
 EOF
     echo
 done
 echo "== CLI summary (gantry process start-up included) =="
-printf '%-16s %13s %13s %9s %11s\n' regex "gantry mean" "rg mean" "ratio" "ratio(med)"
+printf '%-16s %-6s %13s %13s %9s %11s\n' regex case "gantry mean" "rg mean" "ratio" "ratio(med)"
 cat "$SUMMARY"
