@@ -9,7 +9,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
 
@@ -60,10 +60,15 @@ pub trait Sink: Send + 'static {
 }
 
 /// How long the log's thread leaves records to gather after writing a
-/// batch. Waking a thread costs a call tens of microseconds on an idle
-/// machine (about a fifth of a trivial `eval` round trip); a record is
-/// still on disk within this of its call.
-const COALESCE: std::time::Duration = std::time::Duration::from_millis(5);
+/// batch, once calls come back to back. Waking a thread costs a call tens
+/// of microseconds on an idle machine (about a fifth of a trivial `eval`
+/// round trip); a record is still on disk within this of its call.
+const COALESCE: Duration = Duration::from_millis(5);
+/// Back to back means more than this many batches within [`BUSY_WINDOW`].
+/// Below it each record is written at once, so the few calls a person
+/// makes are on disk before anything could kill the run.
+const BUSY_BATCHES: u32 = 32;
+const BUSY_WINDOW: Duration = Duration::from_millis(100);
 
 /// Creates the run's file, locked, and starts its thread.
 // The run log, in the state directory's `runs` folder: Gantry's own file.
@@ -168,6 +173,7 @@ impl Writer {
         // On this thread, not the run's start: the folder may hold many runs.
         self.prune();
         let mut batch = Vec::new();
+        let (mut window, mut batches) = (Instant::now(), 0);
         while let Ok(first) = receiver.recv() {
             let mut closing = Vec::new();
             for entry in std::iter::once(first).chain(receiver.try_iter()) {
@@ -189,7 +195,13 @@ impl Writer {
             // Records sent meanwhile wait in the channel: a send wakes
             // this thread only when it is waiting, so back-to-back calls
             // cost one wake per interval rather than one per record.
-            std::thread::sleep(COALESCE);
+            if window.elapsed() > BUSY_WINDOW {
+                (window, batches) = (Instant::now(), 0);
+            }
+            batches += 1;
+            if batches > BUSY_BATCHES {
+                std::thread::sleep(COALESCE);
+            }
         }
         for sink in &mut self.sinks {
             sink.close();
