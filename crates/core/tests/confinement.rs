@@ -93,73 +93,77 @@ impl Drop for Race {
     }
 }
 
+/// What the reads of a race returned.
+#[derive(Default)]
+struct Reads {
+    inside: usize,
+    refused: usize,
+    outside: usize,
+}
+
+impl Reads {
+    fn count(&mut self, read: std::io::Result<Vec<u8>>) {
+        match read {
+            Ok(bytes) if bytes == b"inside" => self.inside += 1,
+            Ok(bytes) => {
+                self.outside += 1;
+                assert_eq!(bytes, b"OUTSIDE");
+            }
+            Err(_) => self.refused += 1,
+        }
+    }
+
+    /// Nothing came from outside, and the race went both ways.
+    fn check(&self, what: &str, swaps: usize) {
+        let Reads {
+            inside,
+            refused,
+            outside,
+        } = self;
+        eprintln!("{what}: {inside} inside, {refused} refused, {outside} outside; {swaps} swaps");
+        assert_eq!(*outside, 0, "{outside} {what} returned the outside file");
+        assert!(swaps > 1000, "the race barely ran: {swaps} swaps");
+        assert!(
+            *inside > 0 && *refused > 0,
+            "inside {inside}, refused {refused}"
+        );
+    }
+}
+
 #[test]
 fn reads_never_reach_outside_while_a_folder_is_swapped_for_a_link() {
     let mut race = Race::start();
     let path = race.ws().root().join("racedir/f.txt");
-    let (mut inside, mut refused, mut outside) = (0, 0, 0);
+    let mut reads = Reads::default();
     let until = Instant::now() + RACE;
     while Instant::now() < until {
-        match race.ws().read(&path) {
-            Ok(bytes) if bytes == b"inside" => inside += 1,
-            Ok(bytes) => {
-                outside += 1;
-                assert_eq!(bytes, b"OUTSIDE");
-            }
-            Err(_) => refused += 1,
-        }
+        reads.count(race.ws().read(&path));
     }
-    let swaps = race.stop();
-    eprintln!("reads: {inside} inside, {refused} refused, {outside} outside; {swaps} swaps");
-    assert_eq!(outside, 0, "{outside} reads returned the outside file");
-    assert!(swaps > 1000, "the race barely ran: {swaps} swaps");
-    assert!(
-        inside > 0 && refused > 0,
-        "inside {inside}, refused {refused}"
-    );
+    reads.check("reads", race.stop());
 }
 
 #[test]
 fn files_opened_by_name_in_a_held_folder_never_come_from_outside() {
     let mut race = Race::start();
     let dir = race.ws().root().join("racedir");
-    let (mut inside, mut refused, mut outside) = (0, 0, 0);
+    let mut reads = Reads::default();
     let until = Instant::now() + RACE;
     while Instant::now() < until {
         // Held across several opens, as a search holds it, while the
         // folder it was opened by is swapped back and forth.
         let Ok(held) = race.ws().open_dir(&dir) else {
-            refused += 1;
+            reads.refused += 1;
             continue;
         };
         for _ in 0..4 {
-            let read = race
-                .ws()
-                .open_entry(&held, "f.txt".as_ref())
-                .and_then(|mut file| {
-                    let mut bytes = Vec::new();
-                    std::io::Read::read_to_end(&mut file, &mut bytes).map(|_| bytes)
-                });
-            match read {
-                Ok(bytes) if bytes == b"inside" => inside += 1,
-                Ok(bytes) => {
-                    outside += 1;
-                    assert_eq!(bytes, b"OUTSIDE");
-                }
-                Err(_) => refused += 1,
-            }
+            let read = race.ws().open_entry(&held, "f.txt".as_ref());
+            reads.count(
+                read.and_then(std::io::read_to_string)
+                    .map(String::into_bytes),
+            );
         }
     }
-    let swaps = race.stop();
-    eprintln!(
-        "opens by name: {inside} inside, {refused} refused, {outside} outside; {swaps} swaps"
-    );
-    assert_eq!(outside, 0, "{outside} opens returned the outside file");
-    assert!(swaps > 1000, "the race barely ran: {swaps} swaps");
-    assert!(
-        inside > 0 && refused > 0,
-        "inside {inside}, refused {refused}"
-    );
+    reads.check("opens by name", race.stop());
 }
 
 #[test]

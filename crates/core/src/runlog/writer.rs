@@ -192,9 +192,10 @@ impl Writer {
                 }
                 continue;
             }
-            // Records sent meanwhile wait in the channel: a send wakes
-            // this thread only when it is waiting, so back-to-back calls
-            // cost one wake per interval rather than one per record.
+            // A deliberate back-off, not a wait for an event: records sent
+            // meanwhile wait in the channel, and a send wakes this thread
+            // only when it is blocked in `recv`, so back-to-back calls cost
+            // one wake per interval rather than one per record.
             if window.elapsed() > BUSY_WINDOW {
                 (window, batches) = (Instant::now(), 0);
             }

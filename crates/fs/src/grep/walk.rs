@@ -41,12 +41,12 @@ impl Dirs {
         let (Some(parent), Some(name), false) = (path.parent(), path.file_name(), link) else {
             return workspace.open_file(path);
         };
-        let at = match self
+        match self
             .0
             .iter()
             .rposition(|dir| dir.path().as_os_str() == parent.as_os_str())
         {
-            Some(at) => at,
+            Some(at) => self.0[at..].rotate_left(1),
             None => {
                 // Out of descriptors, say: the path's own open decides.
                 let Ok(dir) = workspace.open_dir(parent) else {
@@ -56,13 +56,10 @@ impl Dirs {
                     self.0.remove(0);
                 }
                 self.0.push(dir);
-                self.0.len() - 1
             }
-        };
-        let dir = self.0.remove(at);
-        let opened = workspace.open_entry(&dir, name);
-        self.0.push(dir);
-        opened
+        }
+        let dir = self.0.last().expect("the folder was just put last");
+        workspace.open_entry(dir, name)
     }
 }
 
