@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
+/// For the binary's `main`, which names no family.
+pub use gantry_ast::use_mimalloc_for_trees;
 use gantry_core::runlog::Origin;
 use gantry_core::{
     Answer, ApprovalMode, Confirmation, Family, Human, HumanError, Question, Run, RunBuilder,

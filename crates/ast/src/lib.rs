@@ -19,7 +19,9 @@
 //!   swallowed by a string are pointed out;
 //! - search is fast: files are filtered on the pattern's literal text
 //!   before any parse, walked and searched in parallel, and parsed trees
-//!   are kept in a size-capped cache owned by the run.
+//!   are kept in a size-capped cache owned by the run; once a tree is
+//!   evicted its file's outline stays, and a later pattern parses only
+//!   the top-level pieces holding its literal text.
 //!
 //! Each grammar is a cargo feature (all on by default); a lean build picks
 //! a few: `--no-default-features --features rust,python`.
@@ -42,11 +44,13 @@
 //! ```
 #![deny(missing_docs)]
 
+mod alloc;
 mod cache;
 #[doc(hidden)]
 pub mod fuzz;
 mod lang;
 mod pattern;
+mod pieces;
 mod search;
 mod staged;
 mod tools;
@@ -56,6 +60,7 @@ use std::sync::{Arc, Mutex};
 use gantry_core::{Resource, RunBuilder, async_trait};
 use serde::Deserialize;
 
+pub use alloc::use_mimalloc_for_trees;
 pub use cache::{CacheStats, DEFAULT_CAP};
 pub use tools::{Action, AstEdit, AstEditParams, AstGrep, AstGrepParams, Resolve, ResolveParams};
 

@@ -240,13 +240,56 @@ impl Query {
             .any(|a| a.literals.iter().all(|literal| literal.occurs_in(text)))
     }
 
+    /// Whether every match lies inside one top-level piece of a file and
+    /// holds literal text, so parsing only the pieces [`Query::may_match`]
+    /// accepts finds them all: each reading matches one node of a known
+    /// kind (not a run of siblings, which can span pieces, nor `$X`, which
+    /// can match the root) and has literal text.
+    pub fn pieces_suffice(&self) -> bool {
+        self.alternatives.iter().all(|a| {
+            matches!(a.shape, Shape::Node(_)) && a.root_kinds.is_some() && !a.literals.is_empty()
+        })
+    }
+
+    /// Whether a node of this kind can be a match's root.
+    pub fn may_root_at(&self, kind: u16) -> bool {
+        self.alternatives.iter().any(|a| {
+            a.root_kinds
+                .as_ref()
+                .is_none_or(|kinds| kinds.contains(&kind))
+        })
+    }
+
     /// Every match in `root`, in document order (outer before inner); with
     /// `fix`, each carries its rewrite.
     pub fn find(&self, root: &AstRoot, fix: Option<&TemplateFix>) -> Vec<Found> {
         let mut found = Vec::new();
-        let source = root.source();
+        let top = root.root();
+        if self.pieces_suffice() && !self.may_root_at(top.kind_id()) {
+            // Only the top-level pieces holding the literal text can hold
+            // a match: the others are not walked.
+            let text = root.source().as_bytes();
+            for piece in top.children() {
+                if self.may_match(&text[piece.range()]) {
+                    self.find_under(piece, root.source(), fix, &mut found);
+                }
+            }
+        } else {
+            self.find_under(top, root.source(), fix, &mut found);
+        }
+        found
+    }
+
+    /// The matches at or under `start`, in document order.
+    fn find_under<'r>(
+        &self,
+        start: AstNode<'r>,
+        source: &str,
+        fix: Option<&TemplateFix>,
+        found: &mut Vec<Found>,
+    ) {
         let any_kind = self.alternatives.iter().any(|a| a.root_kinds.is_none());
-        for node in root.root().dfs() {
+        for node in start.dfs() {
             let kind = node.kind_id();
             for alternative in &self.alternatives {
                 let result = match &alternative.shape {
@@ -282,7 +325,6 @@ impl Query {
                 }
             }
         }
-        found
     }
 }
 

@@ -13,9 +13,9 @@ use ast_grep_language::SupportLang;
 use gantry_core::lock;
 use gantry_core::{CancellationToken, Workspace};
 
-use crate::cache::{ParseCache, Stamp};
-use crate::lang;
+use crate::cache::{Held, ParseCache, Piece, Stamp};
 use crate::pattern::{AstRoot, Found, Query};
+use crate::{lang, pieces};
 
 /// A file of a supported language found by the walk.
 #[derive(Debug, Clone)]
@@ -141,6 +141,8 @@ pub struct Outcome {
     /// Of those, files that contained the pattern's literal text and were
     /// parsed (or came from the cache).
     pub parsed: usize,
+    /// Of those, files parsed only in the pieces holding that text.
+    pub in_pieces: usize,
     /// Parsed files with syntax errors (searched anyway).
     pub with_errors: Vec<PathBuf>,
     /// Files that could not be read or are not UTF-8, with why.
@@ -205,8 +207,10 @@ pub fn run(
                 source,
                 matches,
                 has_error,
+                in_pieces,
             } => {
                 outcome.parsed += 1;
+                outcome.in_pieces += usize::from(in_pieces);
                 if has_error {
                     outcome.with_errors.push(path.clone());
                 }
@@ -221,6 +225,14 @@ pub fn run(
             }
         }
     }
+    tracing::debug!(
+        pattern = query.source,
+        searched = outcome.searched,
+        parsed = outcome.parsed,
+        in_pieces = outcome.in_pieces,
+        matches = outcome.total,
+        "structural search"
+    );
     outcome
 }
 
@@ -232,6 +244,8 @@ enum FileOutcome {
         source: Option<String>,
         matches: Vec<Located>,
         has_error: bool,
+        /// Parsed only in the pieces holding the literal text.
+        in_pieces: bool,
     },
 }
 
@@ -242,29 +256,57 @@ fn search_file(
     cache: &ParseCache,
     fix: Option<&TemplateFix>,
 ) -> FileOutcome {
-    let doc = match cache.get(&candidate.path, &candidate.stamp) {
-        Some(doc) => {
-            if !query.may_match(doc.source().as_bytes()) {
-                return FileOutcome::Skipped;
-            }
-            doc
+    let held = cache.get(&candidate.path, &candidate.stamp);
+    let mut in_pieces = false;
+    let doc = if let Held::Tree(doc) = held {
+        if !query.may_match(doc.source().as_bytes()) {
+            return FileOutcome::Skipped;
         }
-        None => {
-            // Opened through the workspace, whatever the walk listed.
-            let bytes = match workspace.read(&candidate.path) {
-                Ok(bytes) => bytes,
-                Err(e) => return FileOutcome::Unreadable(e.to_string()),
-            };
-            if !query.may_match(&bytes) {
-                return FileOutcome::Skipped;
+        doc
+    } else {
+        // Opened through the workspace, whatever the walk listed.
+        let bytes = match workspace.read(&candidate.path) {
+            Ok(bytes) => bytes,
+            Err(e) => return FileOutcome::Unreadable(e.to_string()),
+        };
+        if !query.may_match(&bytes) {
+            return FileOutcome::Skipped;
+        }
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(_) => return FileOutcome::Unreadable("not UTF-8 text".into()),
+        };
+        let text = match held {
+            Held::Outline(outline) if query.pieces_suffice() => {
+                let pieces: Vec<Piece> = outline
+                    .iter()
+                    .filter(|piece| {
+                        query.may_match(&text.as_bytes()[piece.start as usize..piece.end as usize])
+                    })
+                    .copied()
+                    .collect();
+                if pieces.is_empty() {
+                    // The literals are there, but no piece holds them all.
+                    return FileOutcome::Skipped;
+                }
+                match pieces::parse(text, candidate.lang, &pieces) {
+                    Ok(doc) if !query.may_root_at(doc.root().kind_id()) => Ok(Arc::new(doc)),
+                    Ok(doc) => Err(doc.get_text().to_string()),
+                    Err(text) => Err(text),
+                }
             }
-            let text = match String::from_utf8(bytes) {
-                Ok(text) => text,
-                Err(_) => return FileOutcome::Unreadable("not UTF-8 text".into()),
-            };
-            let doc = Arc::new(AstRoot::str(&text, candidate.lang));
-            cache.insert(&candidate.path, candidate.stamp, doc.clone());
-            doc
+            _ => Err(text),
+        };
+        match text {
+            Ok(doc) => {
+                in_pieces = true;
+                doc
+            }
+            Err(text) => {
+                let doc = Arc::new(AstRoot::str(&text, candidate.lang));
+                cache.insert(&candidate.path, candidate.stamp, doc.clone());
+                doc
+            }
         }
     };
     let found = query.find(&doc, fix);
@@ -288,6 +330,7 @@ fn search_file(
         source: (fix.is_some() && !matches.is_empty()).then(|| text.to_string()),
         matches,
         has_error,
+        in_pieces,
     }
 }
 

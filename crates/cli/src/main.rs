@@ -178,6 +178,8 @@ fn main() -> std::process::ExitCode {
     // First, before arguments are parsed or a thread starts.
     gantry_process::reaper::run_if_invoked();
     gantry_process::reaper::use_current_exe();
+    // SAFETY: before any thread and before anything parses.
+    unsafe { gantry_assembly::use_mimalloc_for_trees() };
     let cli = Cli::parse();
     if let Err(error) = init_logging(&cli) {
         eprintln!("gantry: {error:#}");
