@@ -31,8 +31,16 @@ thread_local! {
 /// file's outline), or `text` back when the pieces do not parse alone to
 /// the same pieces.
 pub fn parse(text: String, lang: SupportLang, pieces: &[Piece]) -> Result<AstRoot, String> {
-    if pieces.is_empty() {
-        // No included ranges means the whole file to tree-sitter.
+    // No included ranges means the whole file to tree-sitter; bounds off
+    // the text's characters mean the file changed since its outline was
+    // taken (the same size and time, written again within the mtime's
+    // granularity).
+    let fits = |at: u32| text.is_char_boundary(at as usize);
+    if pieces.is_empty()
+        || !pieces
+            .iter()
+            .all(|piece| fits(piece.start) && fits(piece.end))
+    {
         return Err(text);
     }
     let ranges = ranges(&text, pieces);
@@ -336,5 +344,18 @@ mod tests {
         assert!(refused(&[both]));
         // None: tree-sitter would parse the whole file.
         assert!(refused(&[]));
+        // An outline of another text: past its end, or inside a character.
+        assert!(refused(&[Piece {
+            end: text.len() as u32 + 1,
+            ..outline[1]
+        }]));
+        let accented = "fn é() {}\n";
+        let inside = Piece {
+            start: 0,
+            end: 4,
+            kind: outline[0].kind,
+            nodes: 1,
+        };
+        assert!(parse(accented.to_string(), SupportLang::Rust, &[inside]).is_err());
     }
 }

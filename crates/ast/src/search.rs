@@ -281,7 +281,12 @@ fn search_file(
                 let pieces: Vec<Piece> = outline
                     .iter()
                     .filter(|piece| {
-                        query.may_match(&text.as_bytes()[piece.start as usize..piece.end as usize])
+                        // An outline of another text (changed since the
+                        // walk) ends past this one: `pieces::parse` refuses
+                        // what is kept of it.
+                        text.as_bytes()
+                            .get(piece.start as usize..piece.end as usize)
+                            .is_none_or(|piece| query.may_match(piece))
                     })
                     .copied()
                     .collect();
