@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -62,6 +63,38 @@ def bridge_peer(workspace: Path) -> None:
     (home / "settings.json").write_text(
         json.dumps({"mcpServers": {"py": {"command": sys.executable, "args": [str(PEER)]}}})
     )
+
+
+async def test_initialize_is_answered_while_a_bridged_server_starts_and_the_first_list_waits_for_it(workspace: Path):
+    """A bridged server starting slowly holds up neither the handshake nor
+    the other tools; the first tools/list waits for it, so a client that
+    lists once (Qwen Code) sees its tools, and no list change is announced
+    for what that list already has."""
+    home = workspace.parent / "home"
+    home.mkdir(exist_ok=True)
+    (home / "settings.json").write_text(
+        json.dumps({"mcpServers": {"slow": {"command": sys.executable, "args": [str(PEER), "4"]}}})
+    )
+    raw = RawStdio(workspace)
+    try:
+        started = time.monotonic()
+        reply = raw.initialize()
+        answered = time.monotonic() - started
+        assert "result" in reply, reply
+        # The server sleeps 4 s before it serves.
+        assert answered < 3, f"initialize waited {answered:.1f} s for the bridged server"
+        raw.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        seen = []
+        while True:
+            message = raw.receive(timeout=30)
+            if message.get("id") == 1:
+                break
+            seen.append(message)
+        names = {tool["name"] for tool in message["result"]["tools"]}
+        assert {"slow__pid", "read_file"} <= names, names
+        assert not [m for m in seen if m.get("method") == "notifications/tools/list_changed"], seen
+    finally:
+        raw.close()
 
 
 async def test_a_2025_06_18_client_never_receives_an_event_without_data(workspace: Path, http_server):

@@ -357,6 +357,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
                 None,
             )
             .await?;
+            run.arrived().await;
             print_tools(&run, json)?;
             Ok(std::process::ExitCode::SUCCESS)
         }

@@ -198,10 +198,14 @@ impl Run {
         surface: Surface,
         options: CallOptions,
     ) -> Result<ToolResult, CallError> {
-        let registry = self.registry();
+        let mut registry = self.registry();
         let fail = |kind, message: String| CallError { kind, message };
 
-        // Lookup.
+        // Lookup; a name not known yet may be a tool on its way.
+        if registry.get(name).is_none() && !self.has_arrived() {
+            self.arrived().await;
+            registry = self.registry();
+        }
         let Some(entry) = registry.get(name).cloned() else {
             if let Some(reason) = registry.withheld_reason(name) {
                 return Err(fail(

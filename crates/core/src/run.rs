@@ -151,6 +151,9 @@ pub(crate) struct RunInner {
     registry: std::sync::RwLock<Arc<Registry>>,
     /// Bumped at every change of the registry after the run was built.
     tools_changed: tokio::sync::watch::Sender<u64>,
+    /// True once every start registered with [`RunBuilder::arriving`] has
+    /// ended.
+    arrived: tokio::sync::watch::Receiver<bool>,
     pub(crate) human: Option<Arc<dyn Human>>,
     resources: Mutex<Vec<Owned>>,
     starting: StartLocks,
@@ -211,6 +214,7 @@ impl Run {
             touch_observers: Vec::new(),
             notices: Notices::default(),
             on_build: Vec::new(),
+            arriving: Vec::new(),
             log: None,
         }
     }
@@ -284,6 +288,26 @@ impl Run {
     /// A receiver that wakes at every change of the run's tools.
     pub fn tools_changed(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.tools_changed.subscribe()
+    }
+
+    /// Resolves once the tools on their way when the run was built (see
+    /// [`RunBuilder::arriving`]) have arrived or stopped being waited
+    /// for: a front end awaits it before its first listing, so a client
+    /// that lists tools once sees them all.
+    /// The future holds no part of the run, so a task may wait on it
+    /// without keeping the run alive.
+    pub fn arrived(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut arrived = self.inner.arrived.clone();
+        async move {
+            // A closed channel means the waiting task is gone: nothing to
+            // wait for any more.
+            let _ = arrived.wait_for(|arrived| *arrived).await;
+        }
+    }
+
+    /// Whether [`Run::arrived`] would resolve at once.
+    pub fn has_arrived(&self) -> bool {
+        *self.inner.arrived.borrow()
     }
 
     /// Text for the client's system prompt (memory files, notes of
@@ -467,8 +491,12 @@ pub struct RunBuilder {
     touch_observers: Vec<TouchObserver>,
     notices: Notices,
     on_build: Vec<BuildHook>,
+    arriving: Vec<Arriving>,
     log: Option<(RunLog, Origin)>,
 }
+
+/// A start whose tools arrive after the run is built.
+type Arriving = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 impl RunBuilder {
     /// Records the run in `log`, which starts with where the run came
@@ -579,10 +607,33 @@ impl RunBuilder {
         self
     }
 
+    /// Registers tools on their way: a family that starts something slow
+    /// (a bridged server) hands its start over here instead of holding up
+    /// the other families' wiring and the client's `initialize`. Listing
+    /// the tools ([`Run::arrived`]) and calling a name not yet known wait
+    /// until every such `start` has resolved; each bounds its own wait.
+    /// Tools that come later are announced as any change of the list.
+    pub fn arriving(
+        mut self,
+        start: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Self {
+        self.arriving.push(Box::pin(start));
+        self
+    }
+
     /// Finishes wiring, then calls the [`RunBuilder::on_build`] hooks in
-    /// the order added.
+    /// the order added. With tools on their way (see
+    /// [`RunBuilder::arriving`]), it must be called within a tokio runtime.
     pub fn build(self) -> Run {
         let hooks = self.on_build;
+        let (arrived_tx, arrived) = tokio::sync::watch::channel(self.arriving.is_empty());
+        if !self.arriving.is_empty() {
+            let starts = self.arriving;
+            tokio::spawn(async move {
+                futures_util::future::join_all(starts).await;
+                let _ = arrived_tx.send(true);
+            });
+        }
         let log = match self.log {
             Some((log, origin)) => {
                 log.record(
@@ -608,6 +659,7 @@ impl RunBuilder {
                 surface: self.surface,
                 registry: std::sync::RwLock::new(Arc::new(self.registry)),
                 tools_changed: tokio::sync::watch::channel(0).0,
+                arrived,
                 human: self.human,
                 resources: Mutex::new(self.resources),
                 starting: StartLocks::default(),

@@ -8,6 +8,7 @@
 //! is said in `gantry status`.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use base64::Engine;
@@ -34,6 +35,10 @@ pub struct Bridge {
     run: OnceLock<WeakRun>,
     published: Mutex<Published>,
     notices: Notices,
+    /// Whether the run's first listing has stopped waiting for the
+    /// starts: tools that arrive after that are news to the model (a
+    /// notice); those that arrive before are simply listed.
+    arrived: AtomicBool,
 }
 
 /// What this bridge put in the run's registry.
@@ -78,6 +83,7 @@ impl Bridge {
             run: OnceLock::new(),
             published: Mutex::default(),
             notices,
+            arrived: AtomicBool::new(false),
         })
     }
 
@@ -101,10 +107,17 @@ impl Bridge {
         }
     }
 
+    /// Says the run's first listing no longer waits for the starts (they
+    /// ended, or their bound passed).
+    pub fn arrived(&self) {
+        self.arrived.store(true, Ordering::Release);
+    }
+
     /// What the discovery command gave: its tools join the run's (with
-    /// `tools/list_changed` and a notice when the run is already served).
+    /// `tools/list_changed`, and a notice when the first listing did not
+    /// wait for them).
     pub fn discovered(&self, outcome: Result<Vec<Arc<DiscoveredTool>>, String>) {
-        let late = self.run.get().is_some();
+        let late = self.arrived.load(Ordering::Acquire);
         let said = match outcome {
             Ok(tools) => {
                 let count = tools.len();
@@ -121,8 +134,8 @@ impl Bridge {
         lock(&self.discovering).take();
         if late {
             self.notices.push(said);
-            self.sync();
         }
+        self.sync();
     }
 
     /// Name clashes this run settled, one line each.
@@ -233,9 +246,13 @@ impl Bridge {
                 (false, true, _) if published.was_up.contains(alias) => self
                     .notices
                     .push(format!("MCP server `{alias}` is up; its tools are back")),
-                (false, true, _) if published.up.contains_key(alias) => self.notices.push(format!(
-                    "MCP server `{alias}` is up: its tools are now available"
-                )),
+                (false, true, _)
+                    if published.up.contains_key(alias) && self.arrived.load(Ordering::Acquire) =>
+                {
+                    self.notices.push(format!(
+                        "MCP server `{alias}` is up: its tools are now available"
+                    ))
+                }
                 _ => {}
             }
         }

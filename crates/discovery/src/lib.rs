@@ -81,9 +81,10 @@ fn wiring_sandbox(builder: &RunBuilder) -> Result<Sandbox, String> {
 /// The family as the assembly wires it.
 pub const FAMILY: DiscoveryFamily = DiscoveryFamily;
 
-/// Discovered and bridged tools: started while the run is wired, so the
-/// first `tools/list` has them, except servers slower than
-/// [`STARTUP_BOUND`], whose tools arrive later.
+/// Discovered and bridged tools: started while the run is wired, and
+/// waited for by the first listing (not by the wiring), so the first
+/// `tools/list` has them, except servers slower than [`STARTUP_BOUND`],
+/// whose tools arrive later.
 pub struct DiscoveryFamily;
 
 #[gantry_core::async_trait]
@@ -138,8 +139,8 @@ impl Family for DiscoveryFamily {
             server.start();
         }
         // The discovery command runs beside the servers, under the same
-        // bound: a client waits for the server to start, and a slow
-        // command's tools arrive later, like a slow server's.
+        // bound: the first listing waits for it, and a slow command's
+        // tools arrive later, like a slow server's.
         let mut discovery = settings.discovery_command.map(|command| {
             let call = settings.call_command.clone();
             let (told, root, sandbox) = (bridge.clone(), root.clone(), sandbox.clone());
@@ -153,17 +154,24 @@ impl Family for DiscoveryFamily {
             bridge.discovering(task.abort_handle());
             task
         });
+        // The other families wire and the client's `initialize` is
+        // answered meanwhile; the first listing waits for these starts.
         let deadline = tokio::time::Instant::now() + STARTUP_BOUND;
-        if let Some(task) = &mut discovery {
-            let _ = tokio::time::timeout_at(deadline, task).await;
-        }
-        for server in bridge.servers() {
-            let _ = tokio::time::timeout_at(deadline, server.settled()).await;
-        }
+        let waited = bridge.clone();
+        let arriving = async move {
+            if let Some(task) = &mut discovery {
+                let _ = tokio::time::timeout_at(deadline, task).await;
+            }
+            for server in waited.servers() {
+                let _ = tokio::time::timeout_at(deadline, server.settled()).await;
+            }
+            waited.arrived();
+        };
         let attach = bridge.clone();
         Ok(builder
             .resource(bridge)
-            .on_build(move |run| attach.attach(run)))
+            .on_build(move |run| attach.attach(run))
+            .arriving(arriving))
     }
 
     async fn status(&self, run: &Run) -> Vec<String> {

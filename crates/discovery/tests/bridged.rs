@@ -19,7 +19,7 @@ use serde_json::json;
 
 mod common;
 
-use common::{Person, names, peer, run_of, run_with, snapshot, status, tools_until};
+use common::{Person, names, peer, run_of, run_with, snapshot, status, tools_until, wired};
 
 #[tokio::test]
 async fn stdio_servers_are_bridged_with_names_tiers_and_filters() {
@@ -447,6 +447,31 @@ async fn a_slow_server_does_not_hold_up_the_run_and_its_tools_arrive_later() {
         late.contains("[run notice] MCP server `late` is up: its tools are now available"),
         "{late}"
     );
+    run.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_wiring_does_not_wait_for_a_server_and_the_first_listing_does() {
+    let dir = workspace_with(&[("a.txt", "a")]);
+    let run = wired(
+        dir.path(),
+        json!({"mcpServers": {"slow": {"command": "python3", "args": [peer("stdio_server.py"), "3"]}}}),
+        Surface::default(),
+        None,
+    )
+    .await;
+    // The server sleeps 3 s before it serves: the wiring (and so the
+    // client's `initialize`) did not wait for it.
+    assert!(!run.has_arrived());
+    assert!(status(&run).await.contains("MCP server `slow`: starting"));
+    assert!(!names(&run).contains(&"slow__pid".to_string()));
+    // A call of its tool before it is listed waits for it.
+    let pid = ok(&run, "slow__pid", json!({})).await;
+    assert!(pid.lines().next().unwrap().parse::<i32>().is_ok(), "{pid}");
+    assert!(run.has_arrived());
+    assert!(names(&run).contains(&"slow__pid".to_string()));
+    // It came within the bound the first listing waits: no news of it.
+    assert!(!pid.contains("[run notice]"), "{pid}");
     run.shutdown().await;
 }
 

@@ -295,6 +295,7 @@ impl GantryServer {
                 if !modern {
                     tokio::spawn(announce_tool_changes(
                         run.tools_changed(),
+                        run.arrived(),
                         context.peer.clone(),
                     ));
                 }
@@ -307,11 +308,15 @@ impl GantryServer {
 
 /// Tells the session's client (of a revision before 2026-07-28) each time
 /// the run's tools change (a family added or removed some at run time),
-/// until the run or the connection ends.
+/// until the run or the connection ends. Changes before the tools on their
+/// way have arrived are not news: the first listing waits for them.
 async fn announce_tool_changes(
     mut changed: tokio::sync::watch::Receiver<u64>,
+    arrived: impl std::future::Future<Output = ()>,
     peer: rmcp::Peer<RoleServer>,
 ) {
+    arrived.await;
+    changed.borrow_and_update();
     while changed.changed().await.is_ok() {
         if peer.notify_tool_list_changed().await.is_err() {
             break;
@@ -435,6 +440,9 @@ impl ServerHandler for GantryServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let run = self.run(&context).await?;
+        // Bridged servers start while `initialize` is answered; the list
+        // has their tools (a client may list only once).
+        run.arrived().await;
         let person = can_elicit(&context);
         let tools = run
             .tools()

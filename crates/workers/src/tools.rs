@@ -159,6 +159,9 @@ impl Tool for Spawner {
             .with_surface(config.surface)
             .with_cancel(cancel.clone());
         let surface = caller.surface();
+        // A worker's model is shown the tools once: those still arriving
+        // (a bridged server starting) are waited for.
+        ctx.run.arrived().await;
         let offered: Vec<_> = ctx
             .run
             .registry()

@@ -66,7 +66,21 @@ impl Human for Person {
     }
 }
 
+/// The run as a front end first lists it: wired, and its servers' starts
+/// waited for.
 pub async fn run_with(
+    root: &Path,
+    settings: Value,
+    surface: Surface,
+    human: Option<Arc<dyn Human>>,
+) -> Run {
+    let run = wired(root, settings, surface, human).await;
+    run.arrived().await;
+    run
+}
+
+/// The run as soon as it is wired, its servers maybe still starting.
+pub async fn wired(
     root: &Path,
     settings: Value,
     surface: Surface,
