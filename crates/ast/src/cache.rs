@@ -242,7 +242,7 @@ impl ParseCache {
 /// The top-level pieces of a parse without syntax errors; `None` for one
 /// with errors (a piece's bounds are then guesswork) or a file too big
 /// for 32-bit offsets.
-fn outline(doc: &AstRoot) -> Option<Outline> {
+pub(crate) fn outline(doc: &AstRoot) -> Option<Outline> {
     let root = doc.root();
     if root.get_inner_node().has_error() {
         return None;

@@ -206,8 +206,13 @@ mod tests {
         in_pieces
     }
 
-    fn sample(name: &str, text: &str) -> Vec<(String, String)> {
-        vec![(name.to_string(), text.to_string())]
+    /// [`same_either_way`] for one file, whose pieces must be used.
+    fn one_file(name: &str, text: &str, lang: SupportLang, patterns: &[(&str, Option<&str>)]) {
+        let files = [(name.to_string(), text.to_string())];
+        assert!(
+            same_either_way(&files, lang, patterns) > 0,
+            "no file was parsed in pieces"
+        );
     }
 
     #[cfg(feature = "rust")]
@@ -248,8 +253,9 @@ mod tests {
     #[test]
     fn python_pieces_find_what_whole_files_find() {
         let source = "import os\n\n\n@decorate(1)\ndef f(a, b=2):\n    print(a)\n    return g(a)\n\n\nclass K(Base):\n    x = g(3)\n\n    def m(self):\n        self.y = g(4)\n        print(self.y)\n\n\nif __name__ == \"__main__\":\n    print(f(1))\n\nvalue = [g(n) for n in range(3)]\n";
-        let in_pieces = same_either_way(
-            &sample("m.py", source),
+        one_file(
+            "m.py",
+            source,
             SupportLang::Python,
             &[
                 ("g($A)", Some("h($A)")),
@@ -257,7 +263,6 @@ mod tests {
                 ("self.$A = $B", None),
             ],
         );
-        assert!(in_pieces > 0);
     }
 
     #[cfg(feature = "javascript")]
@@ -266,36 +271,31 @@ mod tests {
         // Statements without semicolons, where a neighbour's first token
         // could continue the last one's expression.
         let source = "const a = b\n(c)\nfunction f() { return g(1) }\nlet x = y\n[1, 2].forEach(h)\nclass K { m() { return g(2) } }\ng(3)\n`t${g(4)}`\n";
-        let in_pieces = same_either_way(
-            &sample("m.js", source),
+        one_file(
+            "m.js",
+            source,
             SupportLang::JavaScript,
             &[("g($A)", None), ("$X.forEach($F)", None), ("b($C)", None)],
         );
-        assert!(in_pieces > 0);
     }
 
     #[cfg(feature = "go")]
     #[test]
     fn go_pieces_find_what_whole_files_find() {
         let source = "package main\n\nimport \"fmt\"\n\n// T is a type.\ntype T struct{ n int }\n\nfunc (t *T) Get() int { return g(t.n) }\n\nfunc main() {\n\tfmt.Println(g(1))\n}\n\nvar v = g(2)\n";
-        let in_pieces = same_either_way(
-            &sample("main.go", source),
+        one_file(
+            "main.go",
+            source,
             SupportLang::Go,
             &[("g($A)", Some("h($A)")), ("fmt.Println($$$A)", None)],
         );
-        assert!(in_pieces > 0);
     }
 
     #[cfg(feature = "php")]
     #[test]
     fn php_pieces_find_what_whole_files_find() {
         let source = "<?php\nfunction f($x) {\n  g($x);\n}\n\nclass K {\n  function m() { return g(2); }\n}\n";
-        let in_pieces = same_either_way(
-            &sample("m.php", source),
-            SupportLang::Php,
-            &[("g($A)", None)],
-        );
-        assert!(in_pieces > 0);
+        one_file("m.php", source, SupportLang::Php, &[("g($A)", None)]);
     }
 
     #[cfg(feature = "rust")]
@@ -304,16 +304,7 @@ mod tests {
         use super::{Piece, parse};
         let text = "fn a() { g(1); }\n\nfn b() { g(2); }\n";
         let whole = AstRoot::str(text, SupportLang::Rust);
-        let outline: Vec<Piece> = whole
-            .root()
-            .children()
-            .map(|child| Piece {
-                start: child.range().start as u32,
-                end: child.range().end as u32,
-                kind: child.kind_id(),
-                nodes: child.get_inner_node().descendant_count() as u32,
-            })
-            .collect();
+        let outline = crate::cache::outline(&whole).unwrap();
         assert_eq!(outline.len(), 2);
         let parsed = parse(text.to_string(), SupportLang::Rust, &outline[1..]).unwrap();
         assert_eq!(parsed.root().children().count(), 1);

@@ -256,61 +256,33 @@ fn search_file(
     cache: &ParseCache,
     fix: Option<&TemplateFix>,
 ) -> FileOutcome {
-    let held = cache.get(&candidate.path, &candidate.stamp);
-    let mut in_pieces = false;
-    let doc = if let Held::Tree(doc) = held {
-        if !query.may_match(doc.source().as_bytes()) {
-            return FileOutcome::Skipped;
-        }
-        doc
-    } else {
-        // Opened through the workspace, whatever the walk listed.
-        let bytes = match workspace.read(&candidate.path) {
-            Ok(bytes) => bytes,
-            Err(e) => return FileOutcome::Unreadable(e.to_string()),
-        };
-        if !query.may_match(&bytes) {
-            return FileOutcome::Skipped;
-        }
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(_) => return FileOutcome::Unreadable("not UTF-8 text".into()),
-        };
-        let text = match held {
-            Held::Outline(outline) if query.pieces_suffice() => {
-                let pieces: Vec<Piece> = outline
-                    .iter()
-                    .filter(|piece| {
-                        // An outline of another text (changed since the
-                        // walk) ends past this one: `pieces::parse` refuses
-                        // what is kept of it.
-                        text.as_bytes()
-                            .get(piece.start as usize..piece.end as usize)
-                            .is_none_or(|piece| query.may_match(piece))
-                    })
-                    .copied()
-                    .collect();
-                if pieces.is_empty() {
-                    // The literals are there, but no piece holds them all.
-                    return FileOutcome::Skipped;
-                }
-                match pieces::parse(text, candidate.lang, &pieces) {
-                    Ok(doc) if !query.may_root_at(doc.root().kind_id()) => Ok(Arc::new(doc)),
-                    Ok(doc) => Err(doc.get_text().to_string()),
-                    Err(text) => Err(text),
-                }
+    let (doc, in_pieces) = match cache.get(&candidate.path, &candidate.stamp) {
+        Held::Tree(doc) => {
+            if !query.may_match(doc.source().as_bytes()) {
+                return FileOutcome::Skipped;
             }
-            _ => Err(text),
-        };
-        match text {
-            Ok(doc) => {
-                in_pieces = true;
-                doc
-            }
-            Err(text) => {
-                let doc = Arc::new(AstRoot::str(&text, candidate.lang));
-                cache.insert(&candidate.path, candidate.stamp, doc.clone());
-                doc
+            (doc, false)
+        }
+        held => {
+            let text = match read_text(workspace, candidate, query) {
+                Ok(text) => text,
+                Err(outcome) => return outcome,
+            };
+            let parsed = match held {
+                Held::Outline(outline) if query.pieces_suffice() => {
+                    parse_pieces(text, &outline, query, candidate.lang)
+                }
+                _ => Err(text),
+            };
+            match parsed {
+                Ok(Some(doc)) => (Arc::new(doc), true),
+                // The literals are there, but no piece holds them all.
+                Ok(None) => return FileOutcome::Skipped,
+                Err(text) => {
+                    let doc = Arc::new(AstRoot::str(&text, candidate.lang));
+                    cache.insert(&candidate.path, candidate.stamp, doc.clone());
+                    (doc, false)
+                }
             }
         }
     };
@@ -337,6 +309,53 @@ fn search_file(
         has_error,
         in_pieces,
     }
+}
+
+/// The text of a file the cache does not hold, if it can hold a match:
+/// otherwise what the search makes of it.
+fn read_text(
+    workspace: &Workspace,
+    candidate: &Candidate,
+    query: &Query,
+) -> Result<String, FileOutcome> {
+    // Opened through the workspace, whatever the walk listed.
+    let bytes = workspace
+        .read(&candidate.path)
+        .map_err(|e| FileOutcome::Unreadable(e.to_string()))?;
+    if !query.may_match(&bytes) {
+        return Err(FileOutcome::Skipped);
+    }
+    String::from_utf8(bytes).map_err(|_| FileOutcome::Unreadable("not UTF-8 text".into()))
+}
+
+/// `text` parsed only in the pieces of its `outline` that can hold a
+/// match; `None` when none can; the text back when it must be parsed
+/// whole (see [`pieces::parse`]).
+fn parse_pieces(
+    text: String,
+    outline: &[Piece],
+    query: &Query,
+    lang: SupportLang,
+) -> Result<Option<AstRoot>, String> {
+    let pieces: Vec<Piece> = outline
+        .iter()
+        .filter(|piece| {
+            // An outline of another text (changed since the walk) ends
+            // past this one: `pieces::parse` refuses what is kept of it.
+            text.as_bytes()
+                .get(piece.start as usize..piece.end as usize)
+                .is_none_or(|piece| query.may_match(piece))
+        })
+        .copied()
+        .collect();
+    if pieces.is_empty() {
+        return Ok(None);
+    }
+    let doc = pieces::parse(text, lang, &pieces)?;
+    if query.may_root_at(doc.root().kind_id()) {
+        return Err(doc.get_text().to_string());
+    }
+    Ok(Some(doc))
 }
 
 /// Longest match text kept for a result line.
